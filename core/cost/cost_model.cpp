@@ -1,0 +1,246 @@
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <queue>
+
+#include "io/error.h"
+
+namespace stagecraft {
+namespace {
+
+constexpr double kBytesPerMb = 1024.0 * 1024.0;
+constexpr double kFloatBytes = 4.0;
+
+}  // namespace
+
+std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to) {
+  std::vector<Transfer> out;
+  size_t i = 0, j = 0;
+  int left_i = from.members.empty() ? 0 : from.members[0].samples;
+  int left_j = to.members.empty() ? 0 : to.members[0].samples;
+  while (i < from.members.size() && j < to.members.size()) {
+    if (left_i == 0) {
+      if (++i < from.members.size()) left_i = from.members[i].samples;
+      continue;
+    }
+    if (left_j == 0) {
+      if (++j < to.members.size()) left_j = to.members[j].samples;
+      continue;
+    }
+    const int n = std::min(left_i, left_j);
+    out.push_back({from.members[i].device, to.members[j].device, n});
+    left_i -= n;
+    left_j -= n;
+  }
+  return out;
+}
+
+CostModel::CostModel(const ModelSpec& model, const Cluster& cluster, Optimizer optimizer)
+    : model_(&model), cluster_(&cluster), optimizer_(optimizer), profiles_(cluster.size()) {}
+
+void CostModel::setProfiles(const v1::ProfileSet& profiles) {
+  for (const auto& dp : profiles.devices()) {
+    const auto d = cluster_->find(dp.device());
+    if (!d) throw Error("profile: unknown device '" + dp.device() + "'");
+    if (!dp.model().empty() && dp.model() != model_->name()) {
+      throw Error("profile of '" + dp.device() + "' is for model '" + dp.model() + "', not '" +
+                  model_->name() + "'");
+    }
+    std::vector<const v1::BatchProfile*> batches;
+    for (const auto& b : dp.batches()) batches.push_back(&b);
+    std::sort(batches.begin(), batches.end(),
+              [](auto* a, auto* b) { return a->micro_batch() < b->micro_batch(); });
+    Profile p;
+    for (const auto* b : batches) {
+      if (b->micro_batch() <= 0) throw Error("profile of '" + dp.device() + "': micro_batch must be positive");
+      if (b->layers_size() != model_->layerCount()) {
+        throw Error("profile of '" + dp.device() + "': " + std::to_string(b->layers_size()) +
+                    " layers timed, the model has " + std::to_string(model_->layerCount()));
+      }
+      std::vector<double> fwd(model_->layerCount() + 1, 0), bwd(model_->layerCount() + 1, 0);
+      for (const auto& t : b->layers()) {
+        if (t.layer() < 0 || t.layer() >= model_->layerCount()) {
+          throw Error("profile of '" + dp.device() + "': layer index " + std::to_string(t.layer()) + " out of range");
+        }
+        fwd[t.layer() + 1] = t.forward_ms();
+        bwd[t.layer() + 1] = t.backward_ms();
+      }
+      for (int l = 0; l < model_->layerCount(); ++l) {
+        fwd[l + 1] += fwd[l];
+        bwd[l + 1] += bwd[l];
+      }
+      p.batches.push_back(b->micro_batch());
+      p.fwd.push_back(std::move(fwd));
+      p.bwd.push_back(std::move(bwd));
+    }
+    if (p.batches.empty()) throw Error("profile of '" + dp.device() + "': no batch sizes");
+    profiles_[*d] = std::move(p);
+  }
+}
+
+bool CostModel::hasProfile(int device) const { return profiles_[device].has_value(); }
+
+double CostModel::profiledMs(int d, int begin, int end, int samples, bool backward) const {
+  const Profile& p = *profiles_[d];
+  const auto& table = backward ? p.bwd : p.fwd;
+  auto at = [&](size_t k) { return table[k][end] - table[k][begin]; };
+  const size_t n = p.batches.size();
+  if (n == 1 || samples <= p.batches.front()) {
+    return at(0) * samples / p.batches.front();
+  }
+  size_t hi = 1;
+  while (hi + 1 < n && p.batches[hi] < samples) ++hi;
+  const double x0 = p.batches[hi - 1], x1 = p.batches[hi];
+  const double y0 = at(hi - 1), y1 = at(hi);
+  return std::max(0.0, y0 + (y1 - y0) * (samples - x0) / (x1 - x0));
+}
+
+double CostModel::forwardMs(int d, int begin, int end, int samples) const {
+  if (samples <= 0 || begin >= end) return 0;
+  if (profiles_[d]) return profiledMs(d, begin, end, samples, false);
+  return samples * model_->forwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6);
+}
+
+double CostModel::backwardMs(int d, int begin, int end, int samples) const {
+  if (samples <= 0 || begin >= end) return 0;
+  if (profiles_[d]) return profiledMs(d, begin, end, samples, true);
+  return samples * model_->backwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6);
+}
+
+double CostModel::transferMs(int a, int b, double bytes) const {
+  if (a == b || bytes <= 0) return 0;
+  return cluster_->latencyMs(a, b) + bytes * 8.0 / (cluster_->bandwidthMbps(a, b) * 1e3);
+}
+
+double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
+  const size_t g = group.size();
+  if (g <= 1 || bytes <= 0) return 0;
+  double bandwidth = INFINITY, latency = 0;
+  for (size_t i = 0; i < g; ++i) {
+    const int a = group[i], b = group[(i + 1) % g];
+    bandwidth = std::min(bandwidth, cluster_->bandwidthMbps(a, b));
+    latency = std::max(latency, cluster_->latencyMs(a, b));
+  }
+  const double steps = 2.0 * (g - 1);
+  return steps / g * bytes * 8.0 / (bandwidth * 1e3) + steps * latency;
+}
+
+double CostModel::stateBytes(int begin, int end) const {
+  const double copies = 2.0 + (optimizer_ == Optimizer::Adam ? 2.0 : 1.0);
+  return model_->parameters(begin, end) * kFloatBytes * copies;
+}
+
+double CostModel::activationBytes(int begin, int end, int samples, int in_flight) const {
+  return model_->savedBytes(begin, end) * samples * in_flight;
+}
+
+double CostModel::memoryLimitBytes(int d) const { return cluster_->device(d).memory_mb * kBytesPerMb; }
+
+int CostModel::maxSamples(int d, int begin, int end, int in_flight) const {
+  const double room = memoryLimitBytes(d) - stateBytes(begin, end);
+  if (room < 0) return 0;
+  const double per_sample = model_->savedBytes(begin, end) * std::max(1, in_flight);
+  if (per_sample <= 0) return INT_MAX / 2;
+  return static_cast<int>(std::min<double>(INT_MAX / 2, std::floor(room / per_sample)));
+}
+
+std::optional<std::vector<int>> CostModel::splitMicroBatch(std::span<const int> group, int begin,
+                                                           int end, int micro_batch,
+                                                           int in_flight) const {
+  const size_t g = group.size();
+  std::vector<int> caps(g);
+  long long room = 0;
+  for (size_t i = 0; i < g; ++i) {
+    caps[i] = std::min(micro_batch, maxSamples(group[i], begin, end, in_flight));
+    room += caps[i];
+  }
+  if (g == 0 || room < micro_batch) return std::nullopt;
+  auto finish = [&](size_t i, int samples) {
+    return forwardMs(group[i], begin, end, samples) + backwardMs(group[i], begin, end, samples);
+  };
+  // Giving each next sample to the member that would finish it first minimises the
+  // slowest member's time for any increasing time function (and equals the
+  // speed-proportional split, rounded well, when time is linear in samples).
+  using Entry = std::pair<double, size_t>;  // finish time with one more sample, member
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+  std::vector<int> shares(g, 0);
+  for (size_t i = 0; i < g; ++i) {
+    if (caps[i] > 0) next.push({finish(i, 1), i});
+  }
+  for (int s = 0; s < micro_batch; ++s) {
+    const auto [t, i] = next.top();
+    next.pop();
+    ++shares[i];
+    if (shares[i] < caps[i]) next.push({finish(i, shares[i] + 1), i});
+  }
+  return shares;
+}
+
+double CostModel::soloSamplesPerSecond(int d, int batch) const {
+  const int layers = model_->layerCount();
+  const double ms = forwardMs(d, 0, layers, batch) + backwardMs(d, 0, layers, batch);
+  return ms > 0 ? batch * 1000.0 / ms : 0;
+}
+
+PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
+  PlanEstimate e;
+  const int S = plan.stageCount();
+  const int M = plan.microbatches;
+  e.stages.resize(S);
+  e.memory_bytes.assign(cost.deviceCount(), 0);
+  const ModelSpec& model = cost.model();
+  for (int s = 0; s < S; ++s) {
+    const Stage& st = plan.stages[s];
+    StageTiming& t = e.stages[s];
+    for (const auto& m : st.members) {
+      t.forward_ms = std::max(t.forward_ms, cost.forwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
+      t.backward_ms = std::max(t.backward_ms, cost.backwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
+      const double bytes = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s));
+      e.memory_bytes[m.device] = bytes;
+      if (bytes > cost.memoryLimitBytes(m.device)) e.fits = false;
+    }
+    const auto group = st.devices();
+    t.allreduce_ms = cost.allReduceMs(group, cost.model().parameters(st.layer_begin, st.layer_end) * 4.0);
+    if (s + 1 < S) {
+      const double per_sample = model.outputBytes(st.layer_end - 1);
+      for (const auto& x : boundaryTransfers(st, plan.stages[s + 1])) {
+        t.send_activation_ms = std::max(t.send_activation_ms, cost.transferMs(x.from_device, x.to_device, x.samples * per_sample));
+        e.stages[s + 1].send_gradient_ms = std::max(e.stages[s + 1].send_gradient_ms,
+                                                    cost.transferMs(x.to_device, x.from_device, x.samples * per_sample));
+      }
+    }
+  }
+  // Fill and drain: one micro-batch's trip through every stage and link, both ways.
+  double fill = 0, period = 0, fwd_period = 0, bwd_period = 0, fwd_fill = 0, bwd_fill = 0;
+  for (const auto& t : e.stages) {
+    fwd_fill += t.forward_ms + t.send_activation_ms;
+    bwd_fill += t.backward_ms + t.send_gradient_ms;
+    period = std::max({period, t.forward_ms + t.backward_ms, t.send_activation_ms, t.send_gradient_ms});
+    fwd_period = std::max({fwd_period, t.forward_ms, t.send_activation_ms});
+    bwd_period = std::max({bwd_period, t.backward_ms, t.send_gradient_ms});
+  }
+  fill = fwd_fill + bwd_fill;
+  double pipeline = 0;
+  if (plan.schedule == Schedule::GPipe) {
+    pipeline = fill + (M - 1) * (fwd_period + bwd_period);
+    e.bottleneck_ms = fwd_period + bwd_period;
+  } else {
+    pipeline = fill + (M - 1) * period;
+    e.bottleneck_ms = period;
+  }
+  // Stage s finishes its last backward earlier than stage 0 by the gradient's trip down,
+  // which hides that much of its all-reduce.
+  double tail = 0, slack = 0;
+  for (int s = 0; s < S; ++s) {
+    slack += e.stages[s].send_gradient_ms;
+    tail = std::max(tail, e.stages[s].allreduce_ms - slack);
+    slack += e.stages[s].backward_ms;
+  }
+  e.iteration_ms = pipeline + tail;
+  e.samples_per_second = e.iteration_ms > 0 ? plan.batch_size * 1000.0 / e.iteration_ms : 0;
+  return e;
+}
+
+}  // namespace stagecraft

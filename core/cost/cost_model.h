@@ -1,0 +1,116 @@
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "model/model_spec.h"
+#include "plan/plan.h"
+
+namespace stagecraft {
+
+/// Samples of one micro-batch that move from a member of one stage to a member of the
+/// next (activations forward, the same amount of gradient back).
+struct Transfer {
+  int from_device = -1;
+  int to_device = -1;
+  int samples = 0;
+};
+
+/// Members of a stage hold contiguous sample ranges of every micro-batch, in member
+/// order; this lists which overlaps move between the groups of stages `from` and `to`.
+std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to);
+
+/// How long things take and how much memory they need, for one model on one cluster.
+/// Compute time is FLOPs / effective speed, or a measured per-layer profile when one is
+/// set for the device. Every planner, the estimate and the simulator use this one model.
+class CostModel {
+ public:
+  CostModel(const ModelSpec& model, const Cluster& cluster, Optimizer optimizer = Optimizer::Sgd);
+
+  /// Replaces FLOPs / gflops by measured per-layer times for the devices in `profiles`.
+  /// Throws Error when a profile names an unknown device or has the wrong layer count.
+  void setProfiles(const v1::ProfileSet& profiles);
+  bool hasProfile(int device) const;
+
+  const ModelSpec& model() const { return *model_; }
+  const Cluster& cluster() const { return *cluster_; }
+  Optimizer optimizer() const { return optimizer_; }
+  int layerCount() const { return model_->layerCount(); }
+  int deviceCount() const { return cluster_->size(); }
+
+  /// Milliseconds for device `d` to run layers [begin, end) on `samples` samples.
+  double forwardMs(int d, int begin, int end, int samples) const;
+  double backwardMs(int d, int begin, int end, int samples) const;
+
+  /// latency + bytes / bandwidth of the link a -> b; 0 when a == b or bytes == 0.
+  double transferMs(int a, int b, double bytes) const;
+
+  /// Ring all-reduce of `bytes` over `group`: 2(g-1)/g * bytes over the slowest ring
+  /// link, plus 2(g-1) latencies; 0 for a group of one.
+  double allReduceMs(std::span<const int> group, double bytes) const;
+
+  /// Weights + gradients + optimizer state (1x momentum for SGD, 2x for Adam) of
+  /// layers [begin, end), in bytes.
+  double stateBytes(int begin, int end) const;
+  /// Activations kept for backward by a member holding `samples` of each of `in_flight`
+  /// micro-batches, in bytes.
+  double activationBytes(int begin, int end, int samples, int in_flight) const;
+  double memoryBytes(int begin, int end, int samples, int in_flight) const {
+    return stateBytes(begin, end) + activationBytes(begin, end, samples, in_flight);
+  }
+  double memoryLimitBytes(int d) const;
+  /// Most samples per micro-batch device `d` can hold for layers [begin, end) (0 when even
+  /// the weights do not fit).
+  int maxSamples(int d, int begin, int end, int in_flight) const;
+
+  /// Splits `micro_batch` samples of a stage across `group`: proportional to speed,
+  /// capped by memory, then refined sample by sample so the slowest member finishes as
+  /// early as possible. Members may get 0 samples. nullopt when the group cannot hold it.
+  std::optional<std::vector<int>> splitMicroBatch(std::span<const int> group, int begin, int end,
+                                                  int micro_batch, int in_flight) const;
+
+  /// Samples/s device `d` reaches training the whole model alone at `batch`, with free
+  /// links and unlimited memory.
+  double soloSamplesPerSecond(int d, int batch) const;
+
+ private:
+  double profiledMs(int d, int begin, int end, int samples, bool backward) const;
+
+  struct Profile {
+    std::vector<int> batches;                    // ascending micro-batch sizes
+    std::vector<std::vector<double>> fwd, bwd;   // per batch: prefix sums over layers, ms
+  };
+  const ModelSpec* model_;
+  const Cluster* cluster_;
+  Optimizer optimizer_;
+  std::vector<std::optional<Profile>> profiles_;  // per device
+};
+
+/// Per-stage times of one micro-batch under a plan (the slowest member for compute,
+/// the slowest link for transfers).
+struct StageTiming {
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double send_activation_ms = 0;  ///< to the next stage
+  double send_gradient_ms = 0;    ///< to the previous stage
+  double allreduce_ms = 0;        ///< once per iteration
+};
+
+/// The closed-form estimate of one training iteration of a plan: fill + drain of the
+/// pipeline plus (M - 1) periods of its bottleneck, plus the all-reduce that does not
+/// overlap the drain. Planners optimise this; the simulator checks it event by event.
+struct PlanEstimate {
+  bool fits = true;                    ///< every member within its memory limit
+  double iteration_ms = 0;
+  double samples_per_second = 0;
+  double bottleneck_ms = 0;            ///< the pipeline period in steady state
+  std::vector<StageTiming> stages;
+  std::vector<double> memory_bytes;    ///< per cluster device, 0 when unused
+};
+
+/// Assumes a structurally valid plan (see validatePlan); memory is reported, not enforced.
+PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost);
+
+}  // namespace stagecraft

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stagecraft {
+
+enum class Schedule { Invalid = 0, OneFOneB, GPipe };
+enum class Optimizer { Invalid = 0, Sgd, Adam };
+
+std::string_view scheduleName(Schedule schedule);   ///< "1f1b" | "gpipe"
+Schedule parseSchedule(std::string_view text);       ///< Invalid when unknown
+std::string_view optimizerName(Optimizer optimizer); ///< "sgd" | "adam"
+Optimizer parseOptimizer(std::string_view text);     ///< Invalid when unknown
+
+/// A member of a stage group and the samples of every micro-batch it computes.
+struct DeviceShare {
+  int device = -1;  ///< index into the Cluster
+  int samples = 0;
+  bool operator==(const DeviceShare&) const = default;
+};
+
+/// The contiguous layers [layer_begin, layer_end) run by a group of devices that split
+/// each micro-batch between them (data parallel inside the stage).
+struct Stage {
+  int layer_begin = 0;
+  int layer_end = 0;
+  std::vector<DeviceShare> members;
+
+  std::vector<int> devices() const;
+  int samples() const;  ///< sum of the members' shares
+  bool operator==(const Stage&) const = default;
+};
+
+/// What a planner produces and the runtime executes: stages in pipeline order.
+struct Plan {
+  std::string model;
+  std::string cluster;
+  std::string planner;
+  int batch_size = 0;    ///< global batch per iteration
+  int microbatches = 0;  ///< micro-batches per iteration
+  Schedule schedule = Schedule::OneFOneB;
+  Optimizer optimizer = Optimizer::Sgd;
+  std::vector<Stage> stages;
+
+  int microBatchSize() const { return microbatches > 0 ? batch_size / microbatches : 0; }
+  int stageCount() const { return static_cast<int>(stages.size()); }
+  /// Micro-batches whose activations stage `s` holds at once: min(S - s, M) under 1F1B,
+  /// M under GPipe.
+  int inFlight(int s) const;
+  /// Stage index of each cluster device (-1 when unused); `devices` is the cluster size.
+  std::vector<int> stageOfDevice(int devices) const;
+};
+
+}  // namespace stagecraft

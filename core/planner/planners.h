@@ -1,0 +1,23 @@
+#pragma once
+
+#include <memory>
+
+#include "planner/planner.h"
+
+namespace stagecraft {
+
+// The planners behind makePlanner(), one per file.
+
+/// Asteroid-style DP over (layers x devices x stages) with memory limits, run over
+/// several device orderings and refined by local search.
+std::unique_ptr<Planner> makeHybridPlanner();
+/// One stage on every device; `weighted` splits the batch by speed, else evenly.
+std::unique_ptr<Planner> makeDataParallelPlanner(bool weighted);
+/// Even layer split, one device per stage, in cluster order.
+std::unique_ptr<Planner> makeGPipePlanner();
+/// PipeDream's partitioner, which assumes every device is the same.
+std::unique_ptr<Planner> makePipeDreamPlanner();
+/// The optimum under the cost model by enumeration; for small instances only.
+std::unique_ptr<Planner> makeExhaustivePlanner();
+
+}  // namespace stagecraft

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "plan/plan.h"
+
+namespace stagecraft {
+
+enum class EventKind { Invalid = 0, Forward, Backward, Send, Receive, AllReduce };
+
+std::string_view eventKindName(EventKind kind);  ///< forward, backward, send, receive, allreduce
+
+/// One interval of a device's timeline. Sends and receives come in pairs with the same
+/// times: the sender's Send and the receiver's Receive of one transfer.
+struct TimelineEvent {
+  int device = -1;
+  int micro_batch = -1;  ///< -1 for the all-reduce
+  EventKind kind = EventKind::Invalid;
+  int peer = -1;         ///< the other device of a send or receive
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
+struct SimulationResult {
+  double iteration_ms = 0;
+  double samples_per_second = 0;
+  /// Mean idle fraction of the compute of the devices the plan uses.
+  double bubble_fraction = 0;
+  std::vector<double> busy_fraction;      ///< per cluster device: compute time / iteration
+  std::vector<double> peak_memory_bytes;  ///< per cluster device: state + peak activations
+  std::vector<TimelineEvent> timeline;    ///< sorted by start time
+};
+
+/// Executes one training iteration of a valid plan event by event: every device
+/// computes its share of each micro-batch in the schedule's order (1F1B or GPipe), every
+/// directed link carries one transfer at a time, each stage group all-reduces its
+/// gradients once its last backward is done.
+SimulationResult simulate(const Plan& plan, const CostModel& cost);
+
+}  // namespace stagecraft
