@@ -114,6 +114,11 @@ double CostModel::transferMs(int a, int b, double bytes) const {
   return cluster_->latencyMs(a, b) + bytes * 8.0 / (cluster_->bandwidthMbps(a, b) * 1e3);
 }
 
+double CostModel::wireMs(int a, int b, double bytes) const {
+  if (a == b || bytes <= 0) return 0;
+  return bytes * 8.0 / (cluster_->bandwidthMbps(a, b) * 1e3);
+}
+
 double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
   const size_t g = group.size();
   if (g <= 1 || bytes <= 0) return 0;
@@ -205,10 +210,13 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
     t.allreduce_ms = cost.allReduceMs(group, cost.model().parameters(st.layer_begin, st.layer_end) * 4.0);
     if (s + 1 < S) {
       const double per_sample = model.outputBytes(st.layer_end - 1);
+      StageTiming& next = e.stages[s + 1];
       for (const auto& x : boundaryTransfers(st, plan.stages[s + 1])) {
-        t.send_activation_ms = std::max(t.send_activation_ms, cost.transferMs(x.from_device, x.to_device, x.samples * per_sample));
-        e.stages[s + 1].send_gradient_ms = std::max(e.stages[s + 1].send_gradient_ms,
-                                                    cost.transferMs(x.to_device, x.from_device, x.samples * per_sample));
+        const double bytes = x.samples * per_sample;
+        t.send_activation_ms = std::max(t.send_activation_ms, cost.transferMs(x.from_device, x.to_device, bytes));
+        t.activation_wire_ms = std::max(t.activation_wire_ms, cost.wireMs(x.from_device, x.to_device, bytes));
+        next.send_gradient_ms = std::max(next.send_gradient_ms, cost.transferMs(x.to_device, x.from_device, bytes));
+        next.gradient_wire_ms = std::max(next.gradient_wire_ms, cost.wireMs(x.to_device, x.from_device, bytes));
       }
     }
   }
@@ -217,9 +225,9 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
   for (const auto& t : e.stages) {
     fwd_fill += t.forward_ms + t.send_activation_ms;
     bwd_fill += t.backward_ms + t.send_gradient_ms;
-    period = std::max({period, t.forward_ms + t.backward_ms, t.send_activation_ms, t.send_gradient_ms});
-    fwd_period = std::max({fwd_period, t.forward_ms, t.send_activation_ms});
-    bwd_period = std::max({bwd_period, t.backward_ms, t.send_gradient_ms});
+    period = std::max({period, t.forward_ms + t.backward_ms, t.activation_wire_ms, t.gradient_wire_ms});
+    fwd_period = std::max({fwd_period, t.forward_ms, t.activation_wire_ms});
+    bwd_period = std::max({bwd_period, t.backward_ms, t.gradient_wire_ms});
   }
   fill = fwd_fill + bwd_fill;
   double pipeline = 0;

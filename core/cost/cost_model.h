@@ -46,6 +46,9 @@ class CostModel {
 
   /// latency + bytes / bandwidth of the link a -> b; 0 when a == b or bytes == 0.
   double transferMs(int a, int b, double bytes) const;
+  /// bytes / bandwidth: how long the transfer occupies the link a -> b. Latency delays
+  /// the arrival but does not keep the link from carrying the next transfer.
+  double wireMs(int a, int b, double bytes) const;
 
   /// Ring all-reduce of `bytes` over `group`: 2(g-1)/g * bytes over the slowest ring
   /// link, plus 2(g-1) latencies; 0 for a group of one.
@@ -93,8 +96,10 @@ class CostModel {
 struct StageTiming {
   double forward_ms = 0;
   double backward_ms = 0;
-  double send_activation_ms = 0;  ///< to the next stage
-  double send_gradient_ms = 0;    ///< to the previous stage
+  double send_activation_ms = 0;  ///< to the next stage, latency included
+  double send_gradient_ms = 0;    ///< to the previous stage, latency included
+  double activation_wire_ms = 0;  ///< how long the activation occupies its link
+  double gradient_wire_ms = 0;    ///< how long the gradient occupies its link
   double allreduce_ms = 0;        ///< once per iteration
 };
 

@@ -1,18 +1,351 @@
-// PLACEHOLDER until the real planner lands in this file.
+// The hybrid planner: Asteroid's dynamic programme over (layers x devices x stages)
+// with per-device memory limits, run over several device orderings (by speed, by
+// memory, by network domain as SpanTrain groups devices), each result refined by local
+// search on the full cost model.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <queue>
+
+#include "planner/plan_draft.h"
 #include "planner/planners.h"
 
 namespace stagecraft {
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// The DP cuts between at most this many layer blocks; local search then moves cuts
+/// layer by layer, so long models plan fast without losing the fine answer.
+constexpr int kMaxCutBlocks = 48;
+/// More stages than this rarely pays on edge clusters and multiplies the DP's cost.
+constexpr int kMaxStages = 16;
+constexpr double kRefineBudgetMs = 2500;
+
+/// A sub-pipeline's summary: its steady-state period, its fill (one micro-batch's trip
+/// through it both ways) and its slowest all-reduce.
+struct DpValue {
+  double period = kInf;
+  double fill = kInf;
+  double allreduce = 0;
+  int next_cut = -1;     // index into the cut candidates where the next stage starts
+  int next_device = -1;  // index into the ordering where the next stage's group starts
+  int group_end = -1;    // this stage's group is ordering[device, group_end)
+};
+
+/// Device orderings to run the DP over; each ordering's contiguous ranges are the
+/// groups the DP can form.
+std::vector<std::vector<int>> deviceOrderings(const Cluster& cluster) {
+  const int n = cluster.size();
+  std::vector<int> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::vector<std::vector<int>> out;
+  auto by = [&](auto key) {
+    std::vector<int> o = ids;
+    std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return key(a) > key(b); });
+    out.push_back(std::move(o));
+  };
+  by([&](int d) { return cluster.device(d).gflops; });
+  by([&](int d) { return cluster.device(d).memory_mb; });
+  by([&](int d) { return cluster.device(d).gflops * 1e-3 - 10.0 * static_cast<int>(cluster.device(d).tier); });
+  // Network domains: from the fastest device, always take next the device with the
+  // best link to the ones taken so far, so neighbours in the order share fast links.
+  std::vector<int> order{out[0][0]};
+  std::vector<bool> taken(n, false);
+  taken[order[0]] = true;
+  while (static_cast<int>(order.size()) < n) {
+    int pick = -1;
+    double best = -1, best_speed = -1;
+    for (int d = 0; d < n; ++d) {
+      if (taken[d]) continue;
+      double link = 0;
+      for (int t : order) link = std::max(link, cluster.bandwidthMbps(t, d));
+      if (link > best || (link == best && cluster.device(d).gflops > best_speed)) {
+        best = link;
+        best_speed = cluster.device(d).gflops;
+        pick = d;
+      }
+    }
+    taken[pick] = true;
+    order.push_back(pick);
+  }
+  out.push_back(order);
+  std::reverse(order.begin(), order.end());
+  out.push_back(std::move(order));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+/// Cut candidates: every layer boundary for short models, else boundaries that split
+/// the compute into kMaxCutBlocks nearly equal blocks.
+std::vector<int> cutCandidates(const ModelSpec& model) {
+  const int L = model.layerCount();
+  std::vector<int> cuts;
+  if (L <= kMaxCutBlocks) {
+    for (int l = 0; l <= L; ++l) cuts.push_back(l);
+    return cuts;
+  }
+  const double total = model.forwardFlops(0, L) + model.backwardFlops(0, L);
+  cuts.push_back(0);
+  for (int l = 1; l < L; ++l) {
+    const double done = model.forwardFlops(0, l) + model.backwardFlops(0, l);
+    const int block = static_cast<int>(done / total * kMaxCutBlocks);
+    const int prev_block = static_cast<int>((model.forwardFlops(0, cuts.back()) +
+                                             model.backwardFlops(0, cuts.back())) / total * kMaxCutBlocks);
+    if (block > prev_block) cuts.push_back(l);
+  }
+  cuts.push_back(L);
+  return cuts;
+}
+
+/// The DP over one device ordering.
+class StageDp {
+ public:
+  StageDp(const CostModel& cost, const Plan& skeleton, std::vector<int> order, std::vector<int> cuts,
+          bool minimise_period)
+      : cost_(cost), skeleton_(skeleton), order_(std::move(order)), cuts_(std::move(cuts)),
+        minimise_period_(minimise_period), D_(static_cast<int>(order_.size())),
+        n_(static_cast<int>(cuts_.size()) - 1), micro_(skeleton.microBatchSize()),
+        M_(skeleton.microbatches) {
+    profiled_ = false;
+    for (int d = 0; d < cost.deviceCount(); ++d) profiled_ = profiled_ || cost.hasProfile(d);
+    prepareGroups();
+  }
+
+  /// Best draft with exactly `stages` stages, or nullopt.
+  std::vector<PlanDraft> solve() {
+    const int max_stages = std::min({kMaxStages, D_, n_});
+    // table_[k][i][j]: layers from cut i on, devices from ordering position j on, k stages.
+    table_.assign(max_stages + 1, std::vector<DpValue>(static_cast<size_t>(n_ + 1) * (D_ + 1)));
+    std::vector<PlanDraft> drafts;
+    for (int k = 1; k <= max_stages; ++k) {
+      const int in_flight = skeleton_.schedule == Schedule::GPipe ? M_ : std::min(k, M_);
+      for (int i = n_ - 1; i >= 0; --i) {
+        for (int j = D_ - 1; j >= 0; --j) fill(k, i, j, in_flight);
+      }
+      if (auto d = extract(k)) drafts.push_back(std::move(*d));
+    }
+    return drafts;
+  }
+
+ private:
+  struct Group {
+    std::vector<int> devices;
+    std::vector<int> shares;  // speed-proportional split, no memory caps
+    double fwd_per_flop = 0;  // ms per forward FLOP of one sample's worth for the group
+    double bwd_per_flop = 0;
+    double send_latency = 0;  // to the first device of the next group
+    double send_per_byte = 0;
+    double ar_latency = 0;
+    double ar_per_byte = 0;
+    double min_limit = 0;
+    int max_share = 0;
+  };
+
+  Group& group(int j, int j2) { return groups_[j * (D_ + 1) + j2]; }
+  DpValue& at(int k, int i, int j) { return table_[k][i * (D_ + 1) + j]; }
+
+  void prepareGroups() {
+    groups_.assign(static_cast<size_t>(D_ + 1) * (D_ + 1), {});
+    const Cluster& cluster = cost_.cluster();
+    for (int j = 0; j < D_; ++j) {
+      for (int j2 = j + 1; j2 <= D_; ++j2) {
+        Group& g = group(j, j2);
+        g.devices.assign(order_.begin() + j, order_.begin() + j2);
+        const size_t size = g.devices.size();
+        // Give each sample to the member that would finish it first (time is linear in
+        // samples here, so this is the speed-proportional split, rounded well).
+        g.shares.assign(size, 0);
+        using Entry = std::pair<double, size_t>;
+        std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+        for (size_t k = 0; k < size; ++k) next.push({1.0 / cluster.device(g.devices[k]).gflops, k});
+        for (int s = 0; s < micro_; ++s) {
+          auto [t, k] = next.top();
+          next.pop();
+          ++g.shares[k];
+          next.push({(g.shares[k] + 1) / cluster.device(g.devices[k]).gflops, k});
+        }
+        g.min_limit = kInf;
+        double ring_bw = kInf, ring_lat = 0;
+        for (size_t k = 0; k < size; ++k) {
+          const int dev = g.devices[k];
+          g.fwd_per_flop = std::max(g.fwd_per_flop, g.shares[k] / (cluster.device(dev).gflops * 1e6));
+          g.min_limit = std::min(g.min_limit, cost_.memoryLimitBytes(dev));
+          g.max_share = std::max(g.max_share, g.shares[k]);
+          const int nxt = g.devices[(k + 1) % size];
+          if (size > 1) {
+            ring_bw = std::min(ring_bw, cluster.bandwidthMbps(dev, nxt));
+            ring_lat = std::max(ring_lat, cluster.latencyMs(dev, nxt));
+          }
+          if (j2 < D_ && g.shares[k] > 0) {
+            const int to = order_[j2];
+            g.send_latency = std::max(g.send_latency, cluster.latencyMs(dev, to));
+            g.send_per_byte = std::max(g.send_per_byte, g.shares[k] * 8.0 / (cluster.bandwidthMbps(dev, to) * 1e3));
+          }
+        }
+        g.bwd_per_flop = g.fwd_per_flop;
+        if (size > 1) {
+          g.ar_per_byte = 2.0 * (size - 1) / size * 8.0 / (ring_bw * 1e3);
+          g.ar_latency = 2.0 * (size - 1) * ring_lat;
+        }
+      }
+    }
+  }
+
+  /// Forward and backward ms of one micro-batch of layers [b, e) on group [j, j2), or
+  /// false when the group cannot hold it.
+  bool stageTimes(int j, int j2, int b, int e, int in_flight, double& fwd, double& bwd) {
+    Group& g = group(j, j2);
+    const ModelSpec& model = cost_.model();
+    const double state = cost_.stateBytes(b, e);
+    const double per_sample = model.savedBytes(b, e) * in_flight;
+    bool fits = !profiled_ && g.min_limit >= state + per_sample * g.max_share;
+    if (!fits && !profiled_) {
+      fits = true;
+      for (size_t k = 0; k < g.devices.size() && fits; ++k) {
+        fits = cost_.memoryLimitBytes(g.devices[k]) >= state + per_sample * g.shares[k];
+      }
+    }
+    if (fits) {
+      fwd = model.forwardFlops(b, e) * g.fwd_per_flop;
+      bwd = model.backwardFlops(b, e) * g.bwd_per_flop;
+      return true;
+    }
+    // Memory binds (or times are measured, not linear): take the exact capped split.
+    const auto shares = cost_.splitMicroBatch(g.devices, b, e, micro_, in_flight);
+    if (!shares) return false;
+    fwd = bwd = 0;
+    for (size_t k = 0; k < g.devices.size(); ++k) {
+      fwd = std::max(fwd, cost_.forwardMs(g.devices[k], b, e, (*shares)[k]));
+      bwd = std::max(bwd, cost_.backwardMs(g.devices[k], b, e, (*shares)[k]));
+    }
+    return true;
+  }
+
+  double score(const DpValue& v) const {
+    if (minimise_period_) return v.period + 1e-6 * (v.fill + v.allreduce);
+    return v.fill + (M_ - 1) * v.period + v.allreduce;
+  }
+
+  void fill(int k, int i, int j, int in_flight) {
+    DpValue best;
+    double best_score = kInf;
+    const ModelSpec& model = cost_.model();
+    const int b = cuts_[i];
+    const int last_i2 = k == 1 ? n_ : n_ - 1;
+    for (int i2 = k == 1 ? n_ : i + 1; i2 <= last_i2; ++i2) {
+      const int e = cuts_[i2];
+      const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
+      const double ar_bytes = 4.0 * model.parameters(b, e);
+      for (int j2 = j + 1; j2 <= D_; ++j2) {
+        DpValue rest;
+        if (k > 1) {
+          if (j2 >= D_) break;
+          rest = at(k - 1, i2, j2);
+          if (rest.period == kInf) continue;
+        } else {
+          rest.period = 0;
+          rest.fill = 0;
+        }
+        double fwd, bwd;
+        if (!stageTimes(j, j2, b, e, in_flight, fwd, bwd)) continue;
+        const Group& g = group(j, j2);
+        const double wire = k > 1 ? g.send_per_byte * boundary : 0;
+        const double send = k > 1 ? g.send_latency + wire : 0;
+        const double ar = g.ar_latency + g.ar_per_byte * ar_bytes;
+        DpValue v;
+        v.period = std::max({fwd + bwd, wire, rest.period});
+        v.fill = fwd + bwd + 2 * send + rest.fill;
+        v.allreduce = std::max(ar, rest.allreduce);
+        v.next_cut = i2;
+        v.next_device = j2;
+        v.group_end = j2;
+        const double s = score(v);
+        if (s < best_score) {
+          best_score = s;
+          best = v;
+        }
+      }
+    }
+    at(k, i, j) = best;
+  }
+
+  std::optional<PlanDraft> extract(int k) {
+    if (at(k, 0, 0).period == kInf) return std::nullopt;
+    PlanDraft d;
+    int i = 0, j = 0;
+    d.cuts.push_back(0);
+    for (int level = k; level >= 1; --level) {
+      const DpValue& v = at(level, i, j);
+      d.groups.emplace_back(order_.begin() + j, order_.begin() + v.group_end);
+      i = v.next_cut;
+      j = v.next_device;
+      d.cuts.push_back(cuts_[i]);
+    }
+    return d;
+  }
+
+  const CostModel& cost_;
+  const Plan& skeleton_;
+  std::vector<int> order_;
+  std::vector<int> cuts_;
+  bool minimise_period_;
+  int D_, n_, micro_, M_;
+  bool profiled_ = false;
+  std::vector<Group> groups_;
+  std::vector<std::vector<DpValue>> table_;
+};
+
 class HybridPlanner final : public Planner {
  public:
   std::string_view name() const override { return "hybrid"; }
-  std::string_view description() const override { return "not implemented yet"; }
-  PlanOutcome plan(const CostModel&, const PlanRequest&) const override {
-    PlanOutcome out;
-    out.reason = "hybrid planner not implemented yet";
-    return out;
+  std::string_view description() const override {
+    return "hybrid pipeline: DP over layers x devices x stages with memory limits, several "
+           "device orderings, refined by local search";
+  }
+
+  PlanOutcome plan(const CostModel& cost, const PlanRequest& request) const override {
+    const Plan skeleton = emptyPlan(cost, request, name());
+    const auto cuts = cutCandidates(cost.model());
+    struct Candidate {
+      double ms;
+      PlanDraft draft;
+    };
+    std::vector<Candidate> candidates;
+    for (const auto& order : deviceOrderings(cost.cluster())) {
+      for (bool minimise_period : {false, true}) {
+        StageDp dp(cost, skeleton, order, cuts, minimise_period);
+        for (auto& draft : dp.solve()) {
+          const double ms = draftIterationMs(draft, cost, skeleton);
+          if (ms < kInf) candidates.push_back({ms, std::move(draft)});
+        }
+      }
+    }
+    if (candidates.empty()) {
+      PlanOutcome none;
+      none.reason = explainNoFit(cost, request);
+      return none;
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.ms < b.ms; });
+    // Refine the few best distinct starting points; the climb is cheap next to the DP.
+    constexpr size_t kStarts = 4;
+    PlanDraft best = candidates.front().draft;
+    double best_ms = candidates.front().ms;
+    for (size_t c = 0; c < std::min(kStarts, candidates.size()); ++c) {
+      PlanDraft refined = refineDraft(candidates[c].draft, cost, skeleton, kRefineBudgetMs / kStarts);
+      const double ms = draftIterationMs(refined, cost, skeleton);
+      if (ms < best_ms) {
+        best_ms = ms;
+        best = std::move(refined);
+      }
+    }
+    return finishOutcome(*materialize(best, cost, skeleton), cost);
   }
 };
+
 }  // namespace
+
 std::unique_ptr<Planner> makeHybridPlanner() { return std::make_unique<HybridPlanner>(); }
+
 }  // namespace stagecraft
