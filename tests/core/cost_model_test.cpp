@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "cost/cost_model.h"
+#include "io/error.h"
+#include "test_fixtures.h"
+
+namespace stagecraft {
+namespace {
+
+using testing::makeCluster;
+using testing::uniformLinearModel;
+
+TEST(CostModel, ComputeTimeIsFlopsOverSpeed) {
+  const ModelSpec model = uniformLinearModel(4, 100);  // 20 kFLOP forward per layer and sample
+  const Cluster cluster = makeCluster({10, 40});
+  const CostModel cost(model, cluster);
+  EXPECT_DOUBLE_EQ(cost.forwardMs(0, 0, 4, 5), 5 * 4 * 20000 / 10e9 * 1e3);
+  EXPECT_DOUBLE_EQ(cost.backwardMs(1, 1, 3, 2), 2 * 2 * 40000 / 40e9 * 1e3);
+  EXPECT_EQ(cost.forwardMs(0, 2, 2, 5), 0);
+}
+
+TEST(CostModel, TransferIsLatencyPlusBytesOverBandwidth) {
+  const ModelSpec model = uniformLinearModel(2, 10);
+  const Cluster cluster = makeCluster({1, 1}, 1e6, 80, 3);
+  const CostModel cost(model, cluster);
+  EXPECT_DOUBLE_EQ(cost.transferMs(0, 1, 1e6), 3 + 1e6 * 8 / 80e6 * 1e3);
+  EXPECT_DOUBLE_EQ(cost.wireMs(0, 1, 1e6), 100);
+  EXPECT_EQ(cost.transferMs(1, 1, 1e6), 0);
+}
+
+TEST(CostModel, RingAllReduceFollowsTheClosedForm) {
+  const ModelSpec model = uniformLinearModel(2, 10);
+  const Cluster cluster = makeCluster({1, 1, 1, 1}, 1e6, 1000, 0.25);
+  const CostModel cost(model, cluster);
+  const std::vector<int> group{0, 1, 2, 3};
+  const double bytes = 4e6;
+  EXPECT_DOUBLE_EQ(cost.allReduceMs(group, bytes), 2.0 * 3 / 4 * bytes * 8 / 1e9 * 1e3 + 2 * 3 * 0.25);
+  EXPECT_EQ(cost.allReduceMs(std::vector<int>{2}, bytes), 0);
+}
+
+TEST(CostModel, OptimizerStateCountsInMemory) {
+  const ModelSpec model = uniformLinearModel(1, 1000);  // 1e6 parameters
+  const Cluster cluster = makeCluster({1});
+  EXPECT_DOUBLE_EQ(CostModel(model, cluster, Optimizer::Sgd).stateBytes(0, 1), 4e6 * 3);
+  EXPECT_DOUBLE_EQ(CostModel(model, cluster, Optimizer::Adam).stateBytes(0, 1), 4e6 * 4);
+  const CostModel cost(model, cluster);
+  EXPECT_DOUBLE_EQ(cost.activationBytes(0, 1, 3, 2), model.savedBytes(0, 1) * 6);
+}
+
+TEST(CostModel, SplitIsProportionalToSpeed) {
+  const ModelSpec model = uniformLinearModel(2, 64);
+  const Cluster cluster = makeCluster({30, 10, 20});
+  const CostModel cost(model, cluster);
+  const std::vector<int> group{0, 1, 2};
+  const auto shares = cost.splitMicroBatch(group, 0, 2, 12, 1);
+  ASSERT_TRUE(shares);
+  EXPECT_EQ(*shares, (std::vector<int>{6, 2, 4}));
+}
+
+TEST(CostModel, SplitRespectsMemoryCaps) {
+  const ModelSpec model = uniformLinearModel(2, 64);
+  v1::Cluster p = makeCluster({100, 10}).toProto();
+  const CostModel probe(model, Cluster::fromProto(p));
+  // Room for the weights and exactly two samples of activations on the fast device.
+  const double need = probe.stateBytes(0, 2) + 2 * model.savedBytes(0, 2);
+  p.mutable_devices(0)->set_memory_mb(need / (1024.0 * 1024.0));
+  const Cluster cluster = Cluster::fromProto(p);
+  const CostModel cost(model, cluster);
+  const auto shares = cost.splitMicroBatch(std::vector<int>{0, 1}, 0, 2, 10, 1);
+  ASSERT_TRUE(shares);
+  EXPECT_EQ((*shares)[0], 2);
+  EXPECT_EQ((*shares)[1], 8);
+  // Four micro-batches in flight leave no room for even one sample on the fast device.
+  const auto tight = cost.splitMicroBatch(std::vector<int>{0}, 0, 2, 1, 4);
+  EXPECT_FALSE(tight);
+}
+
+TEST(CostModel, BoundaryTransfersMatchSampleRanges) {
+  Stage a{0, 1, {{0, 3}, {1, 5}}};
+  Stage b{1, 2, {{2, 4}, {3, 4}}};
+  const auto t = boundaryTransfers(a, b);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].from_device, 0);
+  EXPECT_EQ(t[0].to_device, 2);
+  EXPECT_EQ(t[0].samples, 3);
+  EXPECT_EQ(t[1].from_device, 1);
+  EXPECT_EQ(t[1].to_device, 2);
+  EXPECT_EQ(t[1].samples, 1);
+  EXPECT_EQ(t[2].to_device, 3);
+  EXPECT_EQ(t[2].samples, 4);
+}
+
+TEST(CostModel, EstimateMatchesGPipeClosedFormOnEqualStages) {
+  const int K = 4, M = 6;
+  const ModelSpec model = uniformLinearModel(K, 256);
+  const Cluster cluster = makeCluster({50, 50, 50, 50});
+  const CostModel cost(model, cluster);
+  Plan plan;
+  plan.batch_size = 4 * M;
+  plan.microbatches = M;
+  for (int s = 0; s < K; ++s) plan.stages.push_back({s, s + 1, {{s, 4}}});
+  const double f = cost.forwardMs(0, 0, 1, 4), b = cost.backwardMs(0, 0, 1, 4);
+  for (Schedule sched : {Schedule::GPipe, Schedule::OneFOneB}) {
+    plan.schedule = sched;
+    const PlanEstimate e = estimatePlan(plan, cost);
+    EXPECT_NEAR(e.iteration_ms, (M + K - 1) * (f + b), 1e-6 * e.iteration_ms);
+    EXPECT_TRUE(e.fits);
+  }
+}
+
+TEST(CostModel, EstimateOfDataParallelIsComputePlusAllReduce) {
+  const int M = 4;
+  const ModelSpec model = uniformLinearModel(3, 128);
+  const Cluster cluster = makeCluster({20, 20, 20}, 1e6, 100, 1);
+  const CostModel cost(model, cluster);
+  Plan plan;
+  plan.batch_size = 6 * M;
+  plan.microbatches = M;
+  plan.stages.push_back({0, 3, {{0, 2}, {1, 2}, {2, 2}}});
+  const double f = cost.forwardMs(0, 0, 3, 2), b = cost.backwardMs(0, 0, 3, 2);
+  const double ar = 2.0 * 2 / 3 * model.parameters(0, 3) * 4 * 8 / 100e6 * 1e3 + 4 * 1;
+  EXPECT_NEAR(estimatePlan(plan, cost).iteration_ms, M * (f + b) + ar, 1e-9);
+}
+
+TEST(CostModel, ProfilesReplaceTheAnalyticTime) {
+  const ModelSpec model = uniformLinearModel(2, 16);
+  const Cluster cluster = makeCluster({1, 1});
+  CostModel cost(model, cluster);
+  v1::ProfileSet set;
+  auto* dev = set.add_devices();
+  dev->set_device("d1");
+  for (int batch : {2, 6}) {
+    auto* b = dev->add_batches();
+    b->set_micro_batch(batch);
+    for (int l = 0; l < 2; ++l) {
+      auto* t = b->add_layers();
+      t->set_layer(l);
+      t->set_forward_ms(batch);        // 1 ms per sample per layer
+      t->set_backward_ms(2.0 * batch);
+    }
+  }
+  cost.setProfiles(set);
+  EXPECT_TRUE(cost.hasProfile(1));
+  EXPECT_FALSE(cost.hasProfile(0));
+  EXPECT_DOUBLE_EQ(cost.forwardMs(1, 0, 2, 4), 8);   // interpolated between 2 and 6
+  EXPECT_DOUBLE_EQ(cost.backwardMs(1, 1, 2, 6), 12);
+  EXPECT_DOUBLE_EQ(cost.forwardMs(1, 0, 1, 1), 1);   // below the smallest batch
+  dev->set_device("nope");
+  EXPECT_THROW(cost.setProfiles(set), Error);
+}
+
+TEST(CostModel, SoloThroughputIsBatchOverWholeModelTime) {
+  const ModelSpec model = uniformLinearModel(3, 100);
+  const Cluster cluster = makeCluster({10});
+  const CostModel cost(model, cluster);
+  const double per_sample_ms = 3 * (20000.0 + 40000.0) / 10e9 * 1e3;
+  EXPECT_NEAR(cost.soloSamplesPerSecond(0, 32), 1000.0 / per_sample_ms, 1e-6);
+}
+
+}  // namespace
+}  // namespace stagecraft
