@@ -21,6 +21,9 @@ constexpr int kMaxCutBlocks = 48;
 /// More stages than this rarely pays on edge clusters and multiplies the DP's cost.
 constexpr int kMaxStages = 16;
 constexpr double kRefineBudgetMs = 2500;
+/// The DP keeps two tables: one scores the estimated iteration time, the other the
+/// pipeline period first (PipeDream's objective); local search then judges both.
+constexpr int kObjectives = 2;
 
 /// A sub-pipeline's summary: its steady-state period, its fill (one micro-batch's trip
 /// through it both ways) and its slowest all-reduce.
@@ -102,10 +105,9 @@ std::vector<int> cutCandidates(const ModelSpec& model) {
 /// The DP over one device ordering.
 class StageDp {
  public:
-  StageDp(const CostModel& cost, const Plan& skeleton, std::vector<int> order, std::vector<int> cuts,
-          bool minimise_period)
+  StageDp(const CostModel& cost, const Plan& skeleton, std::vector<int> order, std::vector<int> cuts)
       : cost_(cost), skeleton_(skeleton), order_(std::move(order)), cuts_(std::move(cuts)),
-        minimise_period_(minimise_period), D_(static_cast<int>(order_.size())),
+        D_(static_cast<int>(order_.size())),
         n_(static_cast<int>(cuts_.size()) - 1), micro_(skeleton.microBatchSize()),
         M_(skeleton.microbatches) {
     profiled_ = false;
@@ -113,18 +115,21 @@ class StageDp {
     prepareGroups();
   }
 
-  /// Best draft with exactly `stages` stages, or nullopt.
+  /// The best draft for every stage count, under each of the two objectives.
   std::vector<PlanDraft> solve() {
     const int max_stages = std::min({kMaxStages, D_, n_});
-    // table_[k][i][j]: layers from cut i on, devices from ordering position j on, k stages.
-    table_.assign(max_stages + 1, std::vector<DpValue>(static_cast<size_t>(n_ + 1) * (D_ + 1)));
+    // table_[v][k][i][j]: layers from cut i on, devices from ordering position j on, in
+    // k stages, best under objective v (0: estimated iteration time, 1: period first).
+    for (auto& t : table_) t.assign(max_stages + 1, std::vector<DpValue>(static_cast<size_t>(n_ + 1) * (D_ + 1)));
     std::vector<PlanDraft> drafts;
     for (int k = 1; k <= max_stages; ++k) {
       const int in_flight = skeleton_.schedule == Schedule::GPipe ? M_ : std::min(k, M_);
       for (int i = n_ - 1; i >= 0; --i) {
         for (int j = D_ - 1; j >= 0; --j) fill(k, i, j, in_flight);
       }
-      if (auto d = extract(k)) drafts.push_back(std::move(*d));
+      for (int v = 0; v < kObjectives; ++v) {
+        if (auto d = extract(v, k)) drafts.push_back(std::move(*d));
+      }
     }
     return drafts;
   }
@@ -140,11 +145,12 @@ class StageDp {
     double ar_latency = 0;
     double ar_per_byte = 0;
     double min_limit = 0;
+    double max_limit = 0;
     int max_share = 0;
   };
 
   Group& group(int j, int j2) { return groups_[j * (D_ + 1) + j2]; }
-  DpValue& at(int k, int i, int j) { return table_[k][i * (D_ + 1) + j]; }
+  DpValue& at(int v, int k, int i, int j) { return table_[v][k][i * (D_ + 1) + j]; }
 
   void prepareGroups() {
     groups_.assign(static_cast<size_t>(D_ + 1) * (D_ + 1), {});
@@ -171,7 +177,9 @@ class StageDp {
         for (size_t k = 0; k < size; ++k) {
           const int dev = g.devices[k];
           g.fwd_per_flop = std::max(g.fwd_per_flop, g.shares[k] / (cluster.device(dev).gflops * 1e6));
-          g.min_limit = std::min(g.min_limit, cost_.memoryLimitBytes(dev));
+          // Members without samples are dropped from the plan, so their memory is moot.
+          if (g.shares[k] > 0) g.min_limit = std::min(g.min_limit, cost_.memoryLimitBytes(dev));
+          g.max_limit = std::max(g.max_limit, cost_.memoryLimitBytes(dev));
           g.max_share = std::max(g.max_share, g.shares[k]);
           const int nxt = g.devices[(k + 1) % size];
           if (size > 1) {
@@ -200,11 +208,12 @@ class StageDp {
     const ModelSpec& model = cost_.model();
     const double state = cost_.stateBytes(b, e);
     const double per_sample = model.savedBytes(b, e) * in_flight;
+    if (state + per_sample > g.max_limit) return false;
     bool fits = !profiled_ && g.min_limit >= state + per_sample * g.max_share;
     if (!fits && !profiled_) {
       fits = true;
       for (size_t k = 0; k < g.devices.size() && fits; ++k) {
-        fits = cost_.memoryLimitBytes(g.devices[k]) >= state + per_sample * g.shares[k];
+        fits = g.shares[k] == 0 || cost_.memoryLimitBytes(g.devices[k]) >= state + per_sample * g.shares[k];
       }
     }
     if (fits) {
@@ -223,61 +232,65 @@ class StageDp {
     return true;
   }
 
-  double score(const DpValue& v) const {
-    if (minimise_period_) return v.period + 1e-6 * (v.fill + v.allreduce);
+  double score(int objective, const DpValue& v) const {
+    if (objective == 1) return v.period + 1e-6 * (v.fill + v.allreduce);
     return v.fill + (M_ - 1) * v.period + v.allreduce;
   }
 
   void fill(int k, int i, int j, int in_flight) {
-    DpValue best;
-    double best_score = kInf;
+    DpValue best[kObjectives];
+    double best_score[kObjectives];
+    std::fill(std::begin(best_score), std::end(best_score), kInf);
     const ModelSpec& model = cost_.model();
     const int b = cuts_[i];
+    const int first_i2 = k == 1 ? n_ : i + 1;
     const int last_i2 = k == 1 ? n_ : n_ - 1;
-    for (int i2 = k == 1 ? n_ : i + 1; i2 <= last_i2; ++i2) {
-      const int e = cuts_[i2];
-      const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
-      const double ar_bytes = 4.0 * model.parameters(b, e);
-      for (int j2 = j + 1; j2 <= D_; ++j2) {
-        DpValue rest;
-        if (k > 1) {
-          if (j2 >= D_) break;
-          rest = at(k - 1, i2, j2);
-          if (rest.period == kInf) continue;
-        } else {
-          rest.period = 0;
-          rest.fill = 0;
-        }
+    const int last_j2 = k == 1 ? D_ : D_ - 1;
+    for (int j2 = j + 1; j2 <= last_j2; ++j2) {
+      const Group& g = group(j, j2);
+      // More layers only need more memory, so the first range that does not fit this
+      // group ends the scan over longer ones.
+      for (int i2 = first_i2; i2 <= last_i2; ++i2) {
+        const int e = cuts_[i2];
         double fwd, bwd;
-        if (!stageTimes(j, j2, b, e, in_flight, fwd, bwd)) continue;
-        const Group& g = group(j, j2);
+        if (!stageTimes(j, j2, b, e, in_flight, fwd, bwd)) break;
+        const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
         const double wire = k > 1 ? g.send_per_byte * boundary : 0;
         const double send = k > 1 ? g.send_latency + wire : 0;
-        const double ar = g.ar_latency + g.ar_per_byte * ar_bytes;
-        DpValue v;
-        v.period = std::max({fwd + bwd, wire, rest.period});
-        v.fill = fwd + bwd + 2 * send + rest.fill;
-        v.allreduce = std::max(ar, rest.allreduce);
-        v.next_cut = i2;
-        v.next_device = j2;
-        v.group_end = j2;
-        const double s = score(v);
-        if (s < best_score) {
-          best_score = s;
-          best = v;
+        const double ar = g.ar_latency + g.ar_per_byte * 4.0 * model.parameters(b, e);
+        for (int o = 0; o < kObjectives; ++o) {
+          DpValue rest;
+          if (k > 1) {
+            rest = at(o, k - 1, i2, j2);
+            if (rest.period == kInf) continue;
+          } else {
+            rest.period = rest.fill = 0;
+          }
+          DpValue v;
+          v.period = std::max({fwd + bwd, wire, rest.period});
+          v.fill = fwd + bwd + 2 * send + rest.fill;
+          v.allreduce = std::max(ar, rest.allreduce);
+          v.next_cut = i2;
+          v.next_device = j2;
+          v.group_end = j2;
+          const double sc = score(o, v);
+          if (sc < best_score[o]) {
+            best_score[o] = sc;
+            best[o] = v;
+          }
         }
       }
     }
-    at(k, i, j) = best;
+    for (int o = 0; o < kObjectives; ++o) at(o, k, i, j) = best[o];
   }
 
-  std::optional<PlanDraft> extract(int k) {
-    if (at(k, 0, 0).period == kInf) return std::nullopt;
+  std::optional<PlanDraft> extract(int objective, int k) {
+    if (at(objective, k, 0, 0).period == kInf) return std::nullopt;
     PlanDraft d;
     int i = 0, j = 0;
     d.cuts.push_back(0);
     for (int level = k; level >= 1; --level) {
-      const DpValue& v = at(level, i, j);
+      const DpValue& v = at(objective, level, i, j);
       d.groups.emplace_back(order_.begin() + j, order_.begin() + v.group_end);
       i = v.next_cut;
       j = v.next_device;
@@ -290,11 +303,10 @@ class StageDp {
   const Plan& skeleton_;
   std::vector<int> order_;
   std::vector<int> cuts_;
-  bool minimise_period_;
   int D_, n_, micro_, M_;
   bool profiled_ = false;
   std::vector<Group> groups_;
-  std::vector<std::vector<DpValue>> table_;
+  std::vector<std::vector<DpValue>> table_[kObjectives];
 };
 
 class HybridPlanner final : public Planner {
@@ -314,12 +326,10 @@ class HybridPlanner final : public Planner {
     };
     std::vector<Candidate> candidates;
     for (const auto& order : deviceOrderings(cost.cluster())) {
-      for (bool minimise_period : {false, true}) {
-        StageDp dp(cost, skeleton, order, cuts, minimise_period);
-        for (auto& draft : dp.solve()) {
-          const double ms = draftIterationMs(draft, cost, skeleton);
-          if (ms < kInf) candidates.push_back({ms, std::move(draft)});
-        }
+      StageDp dp(cost, skeleton, order, cuts);
+      for (auto& draft : dp.solve()) {
+        const double ms = draftIterationMs(draft, cost, skeleton);
+        if (ms < kInf) candidates.push_back({ms, std::move(draft)});
       }
     }
     if (candidates.empty()) {
