@@ -37,6 +37,13 @@ struct SimulationResult {
 /// computes its share of each micro-batch in the schedule's order (1F1B or GPipe), every
 /// directed link carries one transfer at a time, each stage group all-reduces its
 /// gradients once its last backward is done.
+///
+/// 1F1B: stage s warms up with min(S - s - 1, M) forwards, alternates, then drains.
+/// GPipe: all forwards, then the backwards in reverse micro-batch order (as GPipe and
+/// torchgpipe do). A member with 0 samples computes nothing but joins the all-reduce,
+/// and counts as a used device (busy 0) in bubble_fraction. The all-reduce is priced by
+/// CostModel::allReduceMs alone: it does not queue behind pipeline transfers on links.
+/// Deterministic: equal inputs give identical timelines.
 SimulationResult simulate(const Plan& plan, const CostModel& cost);
 
 }  // namespace stagecraft

@@ -1,0 +1,344 @@
+// Discrete-event simulation of one training iteration.
+//
+// Resources: each device's compute (one op at a time, in the schedule's fixed order)
+// and each directed link (one transfer at a time, queued by readiness). Events are
+// processed a timestamp at a time: first every completion at that time updates the
+// state, then idle resources pick their next work. Dispatching only after all
+// completions of an instant is what makes "ties by micro-batch" hold for transfers that
+// become ready at the same moment, and keeps the result independent of heap order.
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+namespace stagecraft {
+namespace {
+
+struct Op {
+  EventKind kind = EventKind::Invalid;
+  int micro_batch = 0;
+};
+
+/// The compute order of every member of stage `stage` out of `stages`.
+std::vector<Op> scheduleOps(Schedule schedule, int stage, int stages, int microbatches) {
+  std::vector<Op> ops;
+  ops.reserve(2 * static_cast<size_t>(microbatches));
+  if (schedule == Schedule::GPipe) {
+    for (int m = 0; m < microbatches; ++m) ops.push_back({EventKind::Forward, m});
+    // Backwards in reverse micro-batch order, as in the GPipe paper and torchgpipe: the
+    // last stage turns its newest forward straight into a backward. On equal stages both
+    // orders give the same (M + K - 1)(F + B).
+    for (int m = microbatches - 1; m >= 0; --m) ops.push_back({EventKind::Backward, m});
+    return ops;
+  }
+  // 1F1B (PipeDream-flush): warm up with as many forwards as there are later stages,
+  // then alternate, then drain.
+  const int warmup = std::min(stages - stage - 1, microbatches);
+  for (int m = 0; m < warmup; ++m) ops.push_back({EventKind::Forward, m});
+  for (int i = 0; i + warmup < microbatches; ++i) {
+    ops.push_back({EventKind::Forward, warmup + i});
+    ops.push_back({EventKind::Backward, i});
+  }
+  for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({EventKind::Backward, m});
+  return ops;
+}
+
+/// A transfer repeated for every micro-batch: activations of a boundary overlap going
+/// forward, or the matching gradients going back.
+struct Route {
+  int from = -1;
+  int to = -1;
+  int link = -1;
+  bool gradient = false;
+  double duration_ms = 0;
+};
+
+struct DeviceState {
+  int stage = -1;
+  int samples = 0;
+  double forward_ms = 0;   // per micro-batch
+  double backward_ms = 0;
+  std::vector<Op> ops;
+  size_t next = 0;
+  bool busy = false;
+  double op_start_ms = 0;
+  std::vector<int> activations_missing;  // per micro-batch: routes not yet arrived
+  std::vector<int> gradients_missing;
+  std::vector<int> routes_after_forward;
+  std::vector<int> routes_after_backward;
+  double compute_ms = 0;
+  int held = 0;       // micro-batches whose activations are kept for backward
+  int peak_held = 0;
+};
+
+struct PendingTransfer {
+  double ready_ms = 0;
+  int micro_batch = 0;
+  std::int64_t seq = 0;
+  int route = -1;
+  /// Priority-queue order: the earliest ready first, then the lower micro-batch.
+  bool operator>(const PendingTransfer& o) const {
+    return std::tie(ready_ms, micro_batch, seq) > std::tie(o.ready_ms, o.micro_batch, o.seq);
+  }
+};
+
+struct LinkState {
+  std::priority_queue<PendingTransfer, std::vector<PendingTransfer>, std::greater<>> queue;
+  bool busy = false;
+  PendingTransfer current;
+  double start_ms = 0;
+};
+
+enum class Completion { Compute, Transfer };
+
+struct Event {
+  double time_ms = 0;
+  std::int64_t seq = 0;
+  Completion what = Completion::Compute;
+  int index = -1;  // device or link
+  bool operator>(const Event& o) const {
+    return std::tie(time_ms, seq) > std::tie(o.time_ms, o.seq);
+  }
+};
+
+class PipelineSimulation {
+ public:
+  PipelineSimulation(const Plan& plan, const CostModel& cost) : plan_(plan), cost_(cost) {
+    setUp();
+  }
+
+  SimulationResult run() {
+    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) markDevice(d);
+    for (int s = 0; s < plan_.stageCount(); ++s) {
+      if (members_pending_[s] == 0) allReduce(s, 0);
+    }
+    dispatch(0);
+    while (!events_.empty()) {
+      const double now = events_.top().time_ms;
+      while (!events_.empty() && events_.top().time_ms == now) {
+        const Event e = events_.top();
+        events_.pop();
+        if (e.what == Completion::Compute) {
+          finishCompute(e.index, now);
+        } else {
+          finishTransfer(e.index, now);
+        }
+      }
+      dispatch(now);
+    }
+    return finish();
+  }
+
+ private:
+  void setUp() {
+    const int n = cost_.deviceCount();
+    const int stages = plan_.stageCount();
+    const int m_count = std::max(0, plan_.microbatches);
+    devices_.resize(n);
+    dirty_device_.assign(n, false);
+    members_pending_.assign(stages, 0);
+    for (int s = 0; s < stages; ++s) {
+      const Stage& st = plan_.stages[s];
+      for (const auto& m : st.members) {
+        DeviceState& d = devices_[m.device];
+        d.stage = s;
+        d.samples = m.samples;
+        d.activations_missing.assign(m_count, 0);
+        d.gradients_missing.assign(m_count, 0);
+        if (m.samples <= 0) continue;  // no compute, but still in the all-reduce
+        d.forward_ms = cost_.forwardMs(m.device, st.layer_begin, st.layer_end, m.samples);
+        d.backward_ms = cost_.backwardMs(m.device, st.layer_begin, st.layer_end, m.samples);
+        d.ops = scheduleOps(plan_.schedule, s, stages, m_count);
+        ++members_pending_[s];
+      }
+    }
+    std::map<std::pair<int, int>, int> link_ids;
+    auto linkId = [&](int a, int b) {
+      auto [it, added] = link_ids.try_emplace({a, b}, static_cast<int>(links_.size()));
+      if (added) links_.emplace_back();
+      return it->second;
+    };
+    for (int s = 0; s + 1 < stages; ++s) {
+      const Stage& st = plan_.stages[s];
+      const double per_sample = cost_.model().outputBytes(st.layer_end - 1);
+      for (const Transfer& x : boundaryTransfers(st, plan_.stages[s + 1])) {
+        const double bytes = x.samples * per_sample;
+        const int forward = static_cast<int>(routes_.size());
+        routes_.push_back({x.from_device, x.to_device, linkId(x.from_device, x.to_device), false,
+                           cost_.transferMs(x.from_device, x.to_device, bytes)});
+        const int backward = static_cast<int>(routes_.size());
+        routes_.push_back({x.to_device, x.from_device, linkId(x.to_device, x.from_device), true,
+                           cost_.transferMs(x.to_device, x.from_device, bytes)});
+        devices_[x.from_device].routes_after_forward.push_back(forward);
+        devices_[x.to_device].routes_after_backward.push_back(backward);
+        for (int& missing : devices_[x.to_device].activations_missing) ++missing;
+        for (int& missing : devices_[x.from_device].gradients_missing) ++missing;
+      }
+    }
+    dirty_link_.assign(links_.size(), false);
+  }
+
+  void markDevice(int d) {
+    if (!dirty_device_[d]) {
+      dirty_device_[d] = true;
+      device_queue_.push_back(d);
+    }
+  }
+
+  void markLink(int l) {
+    if (!dirty_link_[l]) {
+      dirty_link_[l] = true;
+      link_queue_.push_back(l);
+    }
+  }
+
+  void schedule(double time_ms, Completion what, int index) {
+    events_.push({time_ms, event_seq_++, what, index});
+  }
+
+  bool ready(const DeviceState& d, const Op& op) const {
+    if (op.kind == EventKind::Forward) return d.activations_missing[op.micro_batch] == 0;
+    // The own forward of the micro-batch precedes its backward in every schedule.
+    return d.gradients_missing[op.micro_batch] == 0;
+  }
+
+  // Starts whatever idle resources can start at `now`, in index order for determinism.
+  void dispatch(double now) {
+    std::sort(device_queue_.begin(), device_queue_.end());
+    for (int idx : device_queue_) {
+      dirty_device_[idx] = false;
+      DeviceState& d = devices_[idx];
+      if (d.busy || d.next >= d.ops.size() || !ready(d, d.ops[d.next])) continue;
+      const Op& op = d.ops[d.next];
+      d.busy = true;
+      d.op_start_ms = now;
+      schedule(now + (op.kind == EventKind::Forward ? d.forward_ms : d.backward_ms),
+               Completion::Compute, idx);
+    }
+    device_queue_.clear();
+    std::sort(link_queue_.begin(), link_queue_.end());
+    for (int idx : link_queue_) {
+      dirty_link_[idx] = false;
+      LinkState& l = links_[idx];
+      if (l.busy || l.queue.empty()) continue;
+      l.current = l.queue.top();
+      l.queue.pop();
+      l.busy = true;
+      l.start_ms = now;
+      schedule(now + routes_[l.current.route].duration_ms, Completion::Transfer, idx);
+    }
+    link_queue_.clear();
+  }
+
+  void send(const std::vector<int>& routes, int micro_batch, double now) {
+    for (int r : routes) {
+      links_[routes_[r].link].queue.push({now, micro_batch, transfer_seq_++, r});
+      markLink(routes_[r].link);
+    }
+  }
+
+  void finishCompute(int idx, double now) {
+    DeviceState& d = devices_[idx];
+    const Op op = d.ops[d.next++];
+    d.busy = false;
+    d.compute_ms += now - d.op_start_ms;
+    timeline_.push_back({idx, op.micro_batch, op.kind, -1, d.op_start_ms, now});
+    if (op.kind == EventKind::Forward) {
+      d.peak_held = std::max(d.peak_held, ++d.held);
+      send(d.routes_after_forward, op.micro_batch, now);
+    } else {
+      --d.held;
+      send(d.routes_after_backward, op.micro_batch, now);
+    }
+    if (d.next == d.ops.size() && --members_pending_[d.stage] == 0) allReduce(d.stage, now);
+    markDevice(idx);
+  }
+
+  void finishTransfer(int idx, double now) {
+    LinkState& l = links_[idx];
+    const Route& r = routes_[l.current.route];
+    const int m = l.current.micro_batch;
+    l.busy = false;
+    timeline_.push_back({r.from, m, EventKind::Send, r.to, l.start_ms, now});
+    timeline_.push_back({r.to, m, EventKind::Receive, r.from, l.start_ms, now});
+    DeviceState& to = devices_[r.to];
+    --(r.gradient ? to.gradients_missing : to.activations_missing)[m];
+    markDevice(r.to);
+    markLink(idx);
+  }
+
+  // Nothing waits on the all-reduce, so it needs no completion event; it does not
+  // contend with pipeline transfers for links (the cost model prices it on its own).
+  void allReduce(int s, double now) {
+    const Stage& st = plan_.stages[s];
+    if (st.members.size() <= 1) return;
+    const auto group = st.devices();
+    const double bytes = cost_.model().parameters(st.layer_begin, st.layer_end) * 4.0;
+    const double end = now + cost_.allReduceMs(group, bytes);
+    for (int d : group) timeline_.push_back({d, -1, EventKind::AllReduce, -1, now, end});
+  }
+
+  SimulationResult finish() {
+    SimulationResult r;
+    for (const auto& e : timeline_) r.iteration_ms = std::max(r.iteration_ms, e.end_ms);
+    const int n = static_cast<int>(devices_.size());
+    r.busy_fraction.assign(n, 0);
+    r.peak_memory_bytes.assign(n, 0);
+    if (r.iteration_ms > 0) r.samples_per_second = plan_.batch_size * 1000.0 / r.iteration_ms;
+    double busy_sum = 0;
+    int used = 0;
+    for (int i = 0; i < n; ++i) {
+      const DeviceState& d = devices_[i];
+      if (d.stage < 0) continue;
+      const Stage& st = plan_.stages[d.stage];
+      if (r.iteration_ms > 0) r.busy_fraction[i] = d.compute_ms / r.iteration_ms;
+      r.peak_memory_bytes[i] = cost_.stateBytes(st.layer_begin, st.layer_end) +
+                               cost_.model().savedBytes(st.layer_begin, st.layer_end) *
+                                   d.samples * d.peak_held;
+      busy_sum += r.busy_fraction[i];
+      ++used;
+    }
+    r.bubble_fraction = used > 0 ? 1.0 - busy_sum / used : 0;
+    std::stable_sort(timeline_.begin(), timeline_.end(),
+                     [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ms < b.start_ms; });
+    r.timeline = std::move(timeline_);
+    return r;
+  }
+
+  const Plan& plan_;
+  const CostModel& cost_;
+  std::vector<DeviceState> devices_;  // per cluster device
+  std::vector<Route> routes_;
+  std::vector<LinkState> links_;      // only the directed pairs some route uses
+  std::vector<int> members_pending_;  // per stage: members with backwards still to run
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::int64_t event_seq_ = 0;
+  std::int64_t transfer_seq_ = 0;
+  std::vector<bool> dirty_device_, dirty_link_;
+  std::vector<int> device_queue_, link_queue_;
+  std::vector<TimelineEvent> timeline_;
+};
+
+}  // namespace
+
+std::string_view eventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::Forward: return "forward";
+    case EventKind::Backward: return "backward";
+    case EventKind::Send: return "send";
+    case EventKind::Receive: return "receive";
+    case EventKind::AllReduce: return "allreduce";
+    case EventKind::Invalid: break;
+  }
+  return "invalid";
+}
+
+SimulationResult simulate(const Plan& plan, const CostModel& cost) {
+  return PipelineSimulation(plan, cost).run();
+}
+
+}  // namespace stagecraft
