@@ -1,0 +1,184 @@
+#include "command_support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "arguments.h"
+#include "io/error.h"
+#include "io/json_io.h"
+
+namespace stagecraft::cli {
+namespace {
+
+std::vector<std::filesystem::path> clusterDirectories() {
+  return {STAGECRAFT_SOURCE_CLUSTERS, STAGECRAFT_INSTALLED_CLUSTERS};
+}
+
+bool isFile(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+}  // namespace
+
+void printFailure(std::string_view reason) {
+  std::string line(reason);
+  // A reason from a parser may carry newlines; the contract is one line.
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::replace(line.begin(), line.end(), '\r', ' ');
+  std::cout.flush();
+  std::cerr << "stagecraft-cli: " << line << std::endl;
+}
+
+void printJson(const google::protobuf::Message& message) {
+  std::cout << io::toJson(message);
+  std::cout << "\n";
+  std::cout.flush();
+}
+
+std::vector<std::string> exampleClusterNames() {
+  std::vector<std::string> names;
+  for (const auto& dir : clusterDirectories()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::string resolveClusterPath(const std::string& name_or_path) {
+  if (isFile(name_or_path)) return name_or_path;
+  const bool looks_like_path =
+      name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  if (looks_like_path) return name_or_path;  // Cluster::load names the path it cannot open
+  for (const auto& dir : clusterDirectories()) {
+    const auto candidate = dir / (name_or_path + ".json");
+    if (isFile(candidate)) return candidate.string();
+  }
+  std::string known;
+  for (const auto& name : exampleClusterNames()) known += (known.empty() ? "" : ", ") + name;
+  throw Error("unknown cluster '" + name_or_path + "' (examples: " + (known.empty() ? "none installed" : known) +
+              "; or a path to a cluster .json)");
+}
+
+Cluster loadCluster(const std::string& name_or_path) { return Cluster::load(resolveClusterPath(name_or_path)); }
+
+void addRequestOptions(ArgumentParser& parser) {
+  parser.option("batch", "B", "global batch size per iteration", "64")
+      .option("microbatches", "K", "micro-batches per iteration (must divide the batch)", "8")
+      .option("schedule", "1f1b|gpipe", "pipeline schedule", "1f1b");
+}
+
+PlanRequest requestFromArguments(const ParsedArguments& args) {
+  PlanRequest request;
+  request.batch_size = args.positiveInt("batch");
+  request.microbatches = args.positiveInt("microbatches");
+  if (request.batch_size % request.microbatches != 0) {
+    throw Error("--batch " + std::to_string(request.batch_size) + " is not divisible into --microbatches " +
+                std::to_string(request.microbatches));
+  }
+  request.schedule = parseSchedule(args.value("schedule"));
+  if (request.schedule == Schedule::Invalid) {
+    throw Error("--schedule must be 1f1b or gpipe, got '" + args.value("schedule") + "'");
+  }
+  return request;
+}
+
+void addCostOptions(ArgumentParser& parser) {
+  parser.option("optimizer", "sgd|adam", "optimizer whose state counts against memory", "sgd")
+      .option("profile", "FILE", "measured per-layer times (stagecraft.v1.ProfileSet JSON) instead of FLOPs");
+}
+
+Optimizer optimizerFromArguments(const ParsedArguments& args) {
+  const Optimizer optimizer = parseOptimizer(args.value("optimizer"));
+  if (optimizer == Optimizer::Invalid) {
+    throw Error("--optimizer must be sgd or adam, got '" + args.value("optimizer") + "'");
+  }
+  return optimizer;
+}
+
+void applyProfile(const ParsedArguments& args, CostModel& cost) {
+  if (!args.has("profile")) return;
+  v1::ProfileSet profiles;
+  io::readJsonFile(args.value("profile"), profiles);
+  try {
+    cost.setProfiles(profiles);
+  } catch (const Error& e) {
+    throw Error(args.value("profile") + ": " + e.what());
+  }
+}
+
+std::vector<std::string> parsePlannerList(const std::string& names) {
+  std::vector<std::string> out;
+  std::stringstream in(names);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name.empty()) continue;
+    makePlanner(name);  // throws Error listing the known planners
+    out.push_back(name);
+  }
+  if (out.empty()) throw Error("--planners names no planner");
+  return out;
+}
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string percent(double fraction) { return fixed(100.0 * fraction, 1) + "%"; }
+
+std::string describeLayers(const ModelSpec& model, int begin, int end) {
+  if (end - begin == 1) return "layer " + std::to_string(begin) + " (" + model.layer(begin).name() + ")";
+  return "layers " + std::to_string(begin) + "-" + std::to_string(end - 1) + " (" + model.layer(begin).name() +
+         " .. " + model.layer(end - 1).name() + ")";
+}
+
+int devicesUsed(const Plan& plan) {
+  int used = 0;
+  for (const auto& st : plan.stages) {
+    used += static_cast<int>(std::count_if(st.members.begin(), st.members.end(),
+                                           [](const DeviceShare& m) { return m.samples > 0; }));
+  }
+  return used;
+}
+
+TextTable::TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+void TextTable::addRow(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::vector<std::string> TextTable::lines(std::string_view indent) const {
+  std::vector<size_t> width(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    width[c] = columns_[c].title.size();
+    for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
+  }
+  auto render = [&](const std::vector<std::string>& cells) {
+    std::string line(indent);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      if (c > 0) line += "  ";
+      line += columns_[c].align == Align::Right ? pad + cells[c] : cells[c] + pad;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line;
+  };
+  std::vector<std::string> out;
+  std::vector<std::string> header;
+  for (const auto& col : columns_) header.push_back(col.title);
+  out.push_back(render(header));
+  for (const auto& row : rows_) out.push_back(render(row));
+  return out;
+}
+
+}  // namespace stagecraft::cli

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "planner/planner.h"
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace stagecraft::cli {
+
+class ArgumentParser;
+class ParsedArguments;
+
+// Exit statuses shared by every command.
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;    ///< a bug or an environment failure
+constexpr int kExitBadInput = 2;    ///< a flag, file or plan the user gave is wrong
+constexpr int kExitInfeasible = 3;  ///< the input is fine but no plan fits
+
+/// Prints `stagecraft-cli: <reason>` to stderr as exactly one line.
+void printFailure(std::string_view reason);
+
+/// Prints message as JSON (snake_case names, defaults included) to stdout.
+void printJson(const google::protobuf::Message& message);
+
+/// A cluster JSON path, or the name of a shipped example such as `cloud-edge-end`
+/// (looked up in the source tree's clusters, then the installed ones). Throws Error
+/// listing the examples when neither exists.
+std::string resolveClusterPath(const std::string& name_or_path);
+Cluster loadCluster(const std::string& name_or_path);
+
+/// The names of the shipped example clusters, sorted.
+std::vector<std::string> exampleClusterNames();
+
+/// Declares --batch, --microbatches and --schedule on `parser`.
+void addRequestOptions(ArgumentParser& parser);
+/// Reads the flags addRequestOptions declared; throws Error for a value that is not
+/// allowed (non-positive, batch not divisible by micro-batches, unknown schedule).
+PlanRequest requestFromArguments(const ParsedArguments& args);
+
+/// Declares --optimizer and --profile on `parser`.
+void addCostOptions(ArgumentParser& parser);
+/// The --optimizer flag; throws Error unless it is sgd or adam.
+Optimizer optimizerFromArguments(const ParsedArguments& args);
+/// Loads the --profile file, when given, into `cost`.
+void applyProfile(const ParsedArguments& args, CostModel& cost);
+
+/// Throws Error unless `names` (comma separated) are all known planners.
+std::vector<std::string> parsePlannerList(const std::string& names);
+
+/// `value` with `digits` decimals.
+std::string fixed(double value, int digits);
+/// `fraction` as a percentage with one decimal, e.g. "12.5%".
+std::string percent(double fraction);
+/// "layers 3-7 (conv3 .. fc)" or "layer 3 (conv3)".
+std::string describeLayers(const ModelSpec& model, int begin, int end);
+
+/// Devices that compute at least one sample of each micro-batch.
+int devicesUsed(const Plan& plan);
+
+/// A plain-text table: a header row and aligned columns, numbers right-aligned.
+class TextTable {
+ public:
+  enum class Align { Left, Right };
+  struct Column {
+    std::string title;
+    Align align = Align::Right;
+  };
+  explicit TextTable(std::vector<Column> columns);
+  void addRow(std::vector<std::string> cells);
+  /// The header and every row, each prefixed by `indent`, without trailing spaces.
+  std::vector<std::string> lines(std::string_view indent = "") const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace stagecraft::cli
