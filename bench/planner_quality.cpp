@@ -7,6 +7,7 @@
 //
 // Prints a Markdown table and a line per goal; exits 1 when a goal is missed.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

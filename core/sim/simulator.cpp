@@ -54,7 +54,8 @@ struct Route {
   int to = -1;
   int link = -1;
   bool gradient = false;
-  double duration_ms = 0;
+  double wire_ms = 0;     // how long the link is occupied
+  double latency_ms = 0;  // added to the arrival, without occupying the link
 };
 
 struct DeviceState {
@@ -93,13 +94,14 @@ struct LinkState {
   double start_ms = 0;
 };
 
-enum class Completion { Compute, Transfer };
+enum class Completion { Compute, Transfer, Arrival };
 
 struct Event {
   double time_ms = 0;
   std::int64_t seq = 0;
   Completion what = Completion::Compute;
-  int index = -1;  // device or link
+  int index = -1;  // device, link, or route of an arrival
+  int micro_batch = -1;  // of an arrival
   bool operator>(const Event& o) const {
     return std::tie(time_ms, seq) > std::tie(o.time_ms, o.seq);
   }
@@ -122,10 +124,10 @@ class PipelineSimulation {
       while (!events_.empty() && events_.top().time_ms == now) {
         const Event e = events_.top();
         events_.pop();
-        if (e.what == Completion::Compute) {
-          finishCompute(e.index, now);
-        } else {
-          finishTransfer(e.index, now);
+        switch (e.what) {
+          case Completion::Compute: finishCompute(e.index, now); break;
+          case Completion::Transfer: finishTransfer(e.index, now); break;
+          case Completion::Arrival: arrive(e.index, e.micro_batch); break;
         }
       }
       dispatch(now);
@@ -169,10 +171,14 @@ class PipelineSimulation {
         const double bytes = x.samples * per_sample;
         const int forward = static_cast<int>(routes_.size());
         routes_.push_back({x.from_device, x.to_device, linkId(x.from_device, x.to_device), false,
-                           cost_.transferMs(x.from_device, x.to_device, bytes)});
+                           cost_.wireMs(x.from_device, x.to_device, bytes),
+                           cost_.transferMs(x.from_device, x.to_device, bytes) -
+                               cost_.wireMs(x.from_device, x.to_device, bytes)});
         const int backward = static_cast<int>(routes_.size());
         routes_.push_back({x.to_device, x.from_device, linkId(x.to_device, x.from_device), true,
-                           cost_.transferMs(x.to_device, x.from_device, bytes)});
+                           cost_.wireMs(x.to_device, x.from_device, bytes),
+                           cost_.transferMs(x.to_device, x.from_device, bytes) -
+                               cost_.wireMs(x.to_device, x.from_device, bytes)});
         devices_[x.from_device].routes_after_forward.push_back(forward);
         devices_[x.to_device].routes_after_backward.push_back(backward);
         for (int& missing : devices_[x.to_device].activations_missing) ++missing;
@@ -196,8 +202,8 @@ class PipelineSimulation {
     }
   }
 
-  void schedule(double time_ms, Completion what, int index) {
-    events_.push({time_ms, event_seq_++, what, index});
+  void schedule(double time_ms, Completion what, int index, int micro_batch = -1) {
+    events_.push({time_ms, event_seq_++, what, index, micro_batch});
   }
 
   bool ready(const DeviceState& d, const Op& op) const {
@@ -229,7 +235,7 @@ class PipelineSimulation {
       l.queue.pop();
       l.busy = true;
       l.start_ms = now;
-      schedule(now + routes_[l.current.route].duration_ms, Completion::Transfer, idx);
+      schedule(now + routes_[l.current.route].wire_ms, Completion::Transfer, idx);
     }
     link_queue_.clear();
   }
@@ -263,12 +269,23 @@ class PipelineSimulation {
     const Route& r = routes_[l.current.route];
     const int m = l.current.micro_batch;
     l.busy = false;
+    // The sender's link is busy while the bytes go out; the receiver gets them one
+    // latency later.
     timeline_.push_back({r.from, m, EventKind::Send, r.to, l.start_ms, now});
-    timeline_.push_back({r.to, m, EventKind::Receive, r.from, l.start_ms, now});
-    DeviceState& to = devices_[r.to];
-    --(r.gradient ? to.gradients_missing : to.activations_missing)[m];
-    markDevice(r.to);
+    timeline_.push_back({r.to, m, EventKind::Receive, r.from, l.start_ms + r.latency_ms, now + r.latency_ms});
+    if (r.latency_ms > 0) {
+      schedule(now + r.latency_ms, Completion::Arrival, l.current.route, m);
+    } else {
+      arrive(l.current.route, m);
+    }
     markLink(idx);
+  }
+
+  void arrive(int route, int micro_batch) {
+    const Route& r = routes_[route];
+    DeviceState& to = devices_[r.to];
+    --(r.gradient ? to.gradients_missing : to.activations_missing)[micro_batch];
+    markDevice(r.to);
   }
 
   // Nothing waits on the all-reduce, so it needs no completion event; it does not

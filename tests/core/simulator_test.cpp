@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -218,15 +220,16 @@ TEST(Simulator, IterationGrowsAsTheLinkThins) {
 }
 
 TEST(Simulator, LinkBoundGPipeSerialisesEveryTransfer) {
-  // With link time L >= F, B the activations leave one after another (F + M L until the
-  // last one lands), and so do the gradients: 2(F + B) + 2 M L.
+  // With wire time W >= F, B the activations leave one after another (the last lands
+  // at F + M W + latency), and so do the gradients: 2(F + B) + 2 M W + 2 latency. The
+  // latency delays each transfer but does not hold the link.
   const int m = 6, micro = 16;
   const double mbps = 2, latency = 0.1;
-  const double link = latency + micro * kLayerOutputBytes * 8 / (mbps * 1e3);
+  const double wire = micro * kLayerOutputBytes * 8 / (mbps * 1e3);
   const double fwd = forwardMs(1, micro), bwd = backwardMs(1, micro);
-  ASSERT_GT(link, std::max(fwd, bwd));
+  ASSERT_GT(wire, std::max(fwd, bwd));
   const SimulationResult r = twoStagesOverLink(mbps, Schedule::GPipe, m, micro);
-  EXPECT_NEAR(r.iteration_ms, 2 * (fwd + bwd) + 2 * m * link, kTolMs);
+  EXPECT_NEAR(r.iteration_ms, 2 * (fwd + bwd) + 2 * m * wire + 2 * latency, kTolMs);
 }
 
 TEST(Simulator, PeakMemoryCountsTheMicroBatchesEachStageHolds) {
@@ -297,14 +300,17 @@ TEST(Simulator, TimelineHasOneForwardAndBackwardPerMemberAndPairedTransfers) {
 
     std::map<std::tuple<int, int, EventKind>, int> compute;
     std::multiset<std::tuple<int, int, int, double, double>> sends, receives;
+    auto toNs = [](double ms) { return std::round(ms * 1e6); };
     for (const auto& e : r.timeline) {
       EXPECT_LE(e.start_ms, e.end_ms);
       if (e.kind == EventKind::Forward || e.kind == EventKind::Backward) {
         ++compute[{e.device, e.micro_batch, e.kind}];
       } else if (e.kind == EventKind::Send) {
-        sends.insert({e.device, e.peer, e.micro_batch, e.start_ms, e.end_ms});
+        sends.insert({e.device, e.peer, e.micro_batch, toNs(e.start_ms), toNs(e.end_ms)});
       } else if (e.kind == EventKind::Receive) {
-        receives.insert({e.peer, e.device, e.micro_batch, e.start_ms, e.end_ms});
+        // A receive is its send shifted by the link's latency.
+        const double latency = h.cluster.latencyMs(e.peer, e.device);
+        receives.insert({e.peer, e.device, e.micro_batch, toNs(e.start_ms - latency), toNs(e.end_ms - latency)});
       }
     }
     for (const auto& st : plan.stages) {
