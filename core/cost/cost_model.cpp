@@ -230,6 +230,15 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
     bwd_period = std::max({bwd_period, t.backward_ms, t.gradient_wire_ms});
   }
   fill = fwd_fill + bwd_fill;
+  // Under 1F1B a stage runs only one micro-batch ahead of the next one, so each
+  // neighbouring pair also bounds the period: in two periods both must compute and the
+  // activation and gradient must cross between them, latency included.
+  for (int s = 0; s + 1 < S; ++s) {
+    const StageTiming& a = e.stages[s];
+    const StageTiming& b = e.stages[s + 1];
+    period = std::max(period, (a.forward_ms + a.backward_ms + b.forward_ms + b.backward_ms +
+                               a.send_activation_ms + b.send_gradient_ms) / 2);
+  }
   double pipeline = 0;
   if (plan.schedule == Schedule::GPipe) {
     pipeline = fill + (M - 1) * (fwd_period + bwd_period);

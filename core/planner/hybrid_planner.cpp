@@ -21,6 +21,10 @@ constexpr int kMaxCutBlocks = 48;
 /// More stages than this rarely pays on edge clusters and multiplies the DP's cost.
 constexpr int kMaxStages = 16;
 constexpr double kRefineBudgetMs = 2500;
+/// Up to this many devices the DP runs over every device ordering (5! = 120).
+constexpr int kAllOrderingsUpTo = 5;
+/// Up to this many devices the DP also tries ascending speed and memory orders.
+constexpr int kExtraOrderingsUpTo = 16;
 /// The DP keeps two tables: one scores the estimated iteration time, the other the
 /// pipeline period first (PipeDream's objective); local search then judges both.
 constexpr int kObjectives = 2;
@@ -31,6 +35,7 @@ struct DpValue {
   double period = kInf;
   double fill = kInf;
   double allreduce = 0;
+  double first_work = 0;  // forward + backward of the sub-pipeline's first stage
   int next_cut = -1;     // index into the cut candidates where the next stage starts
   int next_device = -1;  // index into the ordering where the next stage's group starts
   int group_end = -1;    // this stage's group is ordering[device, group_end)
@@ -43,6 +48,13 @@ std::vector<std::vector<int>> deviceOrderings(const Cluster& cluster) {
   std::vector<int> ids(n);
   std::iota(ids.begin(), ids.end(), 0);
   std::vector<std::vector<int>> out;
+  if (n <= kAllOrderingsUpTo) {
+    // Few devices: every ordering, so every stage order and grouping is in reach.
+    do {
+      out.push_back(ids);
+    } while (std::next_permutation(ids.begin(), ids.end()));
+    return out;
+  }
   auto by = [&](auto key) {
     std::vector<int> o = ids;
     std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return key(a) > key(b); });
@@ -50,6 +62,11 @@ std::vector<std::vector<int>> deviceOrderings(const Cluster& cluster) {
   };
   by([&](int d) { return cluster.device(d).gflops; });
   by([&](int d) { return cluster.device(d).memory_mb; });
+  if (n <= kExtraOrderingsUpTo) {
+    // Later 1F1B stages hold fewer micro-batches, so roomy devices may belong last.
+    by([&](int d) { return -cluster.device(d).memory_mb; });
+    by([&](int d) { return -cluster.device(d).gflops; });
+  }
   by([&](int d) { return cluster.device(d).gflops * 1e-3 - 10.0 * static_cast<int>(cluster.device(d).tier); });
   // Network domains: from the fastest device, always take next the device with the
   // best link to the ones taken so far, so neighbours in the order share fast links.
@@ -109,7 +126,7 @@ class StageDp {
       : cost_(cost), skeleton_(skeleton), order_(std::move(order)), cuts_(std::move(cuts)),
         D_(static_cast<int>(order_.size())),
         n_(static_cast<int>(cuts_.size()) - 1), micro_(skeleton.microBatchSize()),
-        M_(skeleton.microbatches) {
+        M_(skeleton.microbatches), gpipe_(skeleton.schedule == Schedule::GPipe) {
     profiled_ = false;
     for (int d = 0; d < cost.deviceCount(); ++d) profiled_ = profiled_ || cost.hasProfile(d);
     prepareGroups();
@@ -268,6 +285,9 @@ class StageDp {
           }
           DpValue v;
           v.period = std::max({fwd + bwd, wire, rest.period});
+          // 1F1B keeps neighbours one micro-batch apart (see estimatePlan).
+          if (k > 1 && !gpipe_) v.period = std::max(v.period, (fwd + bwd + rest.first_work + 2 * send) / 2);
+          v.first_work = fwd + bwd;
           v.fill = fwd + bwd + 2 * send + rest.fill;
           v.allreduce = std::max(ar, rest.allreduce);
           v.next_cut = i2;
@@ -304,6 +324,7 @@ class StageDp {
   std::vector<int> order_;
   std::vector<int> cuts_;
   int D_, n_, micro_, M_;
+  bool gpipe_;
   bool profiled_ = false;
   std::vector<Group> groups_;
   std::vector<std::vector<DpValue>> table_[kObjectives];

@@ -20,7 +20,10 @@ std::optional<Plan> materialize(const PlanDraft& draft, const CostModel& cost, c
   const int S = draft.stageCount();
   plan.stages.resize(S);  // inFlight() needs the stage count
   for (int s = 0; s < S; ++s) {
-    const auto& group = draft.groups[s];
+    // Members in device order: one canonical plan per grouping, whatever the search
+    // path that found it (member order only decides who holds which samples).
+    std::vector<int> group = draft.groups[s];
+    std::sort(group.begin(), group.end());
     if (group.empty() || draft.cuts[s] >= draft.cuts[s + 1]) return std::nullopt;
     const auto shares = cost.splitMicroBatch(group, draft.cuts[s], draft.cuts[s + 1],
                                              plan.microBatchSize(), plan.inFlight(s));
@@ -125,6 +128,40 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
       improved = try_draft(std::move(d));
     }
     if (improved) continue;
+
+    // Drop a stage, its layers going to a neighbour (its devices fall idle).
+    for (int s = 0; s < S && S > 1 && !improved; ++s) {
+      for (int into : {s - 1, s + 1}) {
+        if (into < 0 || into >= S || improved) continue;
+        PlanDraft d = best;
+        d.groups.erase(d.groups.begin() + s);
+        // Removing cut s hands the layers to the stage before; cut s + 1 to the one after.
+        d.cuts.erase(d.cuts.begin() + (into < s ? s : s + 1));
+        improved = try_draft(std::move(d));
+      }
+    }
+    if (improved) continue;
+
+    // Split a stage, handing one side to an idle device.
+    for (int s = 0; s < S && !improved; ++s) {
+      const int b = best.cuts[s], e = best.cuts[s + 1];
+      if (e - b < 2) continue;
+      const int span = e - b;
+      for (int at : {b + span / 2, b + span / 4, b + 3 * span / 4, b + 1, e - 1}) {
+        if (at <= b || at >= e || improved) continue;
+        for (int dev = 0; dev < devices && !improved; ++dev) {
+          if (stage_of[dev] >= 0) continue;
+          for (bool idle_first : {false, true}) {
+            PlanDraft d = best;
+            d.cuts.insert(d.cuts.begin() + s + 1, at);
+            d.groups.insert(d.groups.begin() + (idle_first ? s : s + 1), std::vector<int>{dev});
+            improved = try_draft(std::move(d));
+            if (improved) break;
+          }
+        }
+      }
+    }
+    if (improved || out_of_time()) continue;
 
     // Split a stage in two: layers at their compute midpoint, the group in halves.
     for (int s = 0; s < S && !improved; ++s) {

@@ -105,7 +105,7 @@ TEST(CostModel, EstimateMatchesGPipeClosedFormOnEqualStages) {
   for (Schedule sched : {Schedule::GPipe, Schedule::OneFOneB}) {
     plan.schedule = sched;
     const PlanEstimate e = estimatePlan(plan, cost);
-    EXPECT_NEAR(e.iteration_ms, (M + K - 1) * (f + b), 1e-6 * e.iteration_ms);
+    EXPECT_NEAR(e.iteration_ms, (M + K - 1) * (f + b), 1e-5 * e.iteration_ms);  // links ~free
     EXPECT_TRUE(e.fits);
   }
 }
