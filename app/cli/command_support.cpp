@@ -71,15 +71,15 @@ Cluster loadCluster(const std::string& name_or_path) { return Cluster::load(reso
 
 void addRequestOptions(ArgumentParser& parser) {
   parser.option("batch", "B", "global batch size per iteration", "64")
-      .option("microbatches", "K", "micro-batches per iteration (must divide the batch)", "8")
+      .option("microbatches", "K", "micro-batches per iteration (must divide the batch), or auto to let the planner choose", "auto")
       .option("schedule", "1f1b|gpipe", "pipeline schedule", "1f1b");
 }
 
 PlanRequest requestFromArguments(const ParsedArguments& args) {
   PlanRequest request;
   request.batch_size = args.positiveInt("batch");
-  request.microbatches = args.positiveInt("microbatches");
-  if (request.batch_size % request.microbatches != 0) {
+  request.microbatches = args.value("microbatches") == "auto" ? 0 : args.positiveInt("microbatches");
+  if (request.microbatches > 0 && request.batch_size % request.microbatches != 0) {
     throw Error("--batch " + std::to_string(request.batch_size) + " is not divisible into --microbatches " +
                 std::to_string(request.microbatches));
   }

@@ -40,14 +40,19 @@ v1::PlannerRow comparePlanner(const std::string& name, const CostModel& cost, co
   row.set_iteration_ms(sim.iteration_ms);
   row.set_bubble_fraction(sim.bubble_fraction);
   row.set_ratio_to_ideal(ideal > 0 ? sim.samples_per_second / ideal : 0);
+  row.set_microbatches(outcome.plan.microbatches);
   row.set_stages(outcome.plan.stageCount());
   row.set_devices_used(devicesUsed(outcome.plan));
   return row;
 }
 
 void printTable(const v1::CompareReport& report) {
-  std::cout << "Planners on " << report.model() << " / " << report.cluster() << ", batch " << report.batch_size()
-            << " in " << report.microbatches() << " micro-batches\n\n";
+  std::cout << "Planners on " << report.model() << " / " << report.cluster() << ", batch " << report.batch_size();
+  if (report.microbatches() > 0) {
+    std::cout << " in " << report.microbatches() << " micro-batches\n\n";
+  } else {
+    std::cout << ", micro-batches chosen by each planner\n\n";
+  }
   TextTable table({{"planner", TextTable::Align::Left},
                    {"feasible", TextTable::Align::Left},
                    {"samples/s"},
@@ -56,14 +61,15 @@ void printTable(const v1::CompareReport& report) {
                    {"plan ms"},
                    {"of ideal"},
                    {"stages"},
+                   {"micro-batches"},
                    {"devices"}});
   for (const auto& r : report.planners()) {
     if (r.feasible()) {
       table.addRow({r.name(), "yes", fixed(r.samples_per_second(), 1), fixed(r.iteration_ms(), 2),
                     percent(r.bubble_fraction()), fixed(r.plan_ms(), 2), percent(r.ratio_to_ideal()),
-                    std::to_string(r.stages()), std::to_string(r.devices_used())});
+                    std::to_string(r.stages()), std::to_string(r.microbatches()), std::to_string(r.devices_used())});
     } else {
-      table.addRow({r.name(), "no", "-", "-", "-", fixed(r.plan_ms(), 2), "-", "-", "-"});
+      table.addRow({r.name(), "no", "-", "-", "-", fixed(r.plan_ms(), 2), "-", "-", "-", "-"});
     }
   }
   for (const auto& line : table.lines()) std::cout << line << "\n";
@@ -79,7 +85,8 @@ void printTable(const v1::CompareReport& report) {
             << fixed(report.ideal_samples_per_second(), 1) << " samples/s\n";
   const v1::PlannerRow* best = nullptr;
   for (const auto& r : report.planners()) {
-    if (r.feasible() && (!best || r.samples_per_second() > best->samples_per_second())) best = &r;
+    // Ties (the same plan found twice) go to the planner listed first.
+    if (r.feasible() && (!best || r.samples_per_second() > best->samples_per_second() * (1 + 1e-9))) best = &r;
   }
   if (best) {
     std::cout << "Best: " << best->name() << ", " << fixed(best->samples_per_second(), 1) << " samples/s ("

@@ -16,6 +16,7 @@ class DataParallelPlanner final : public Planner {
     return weighted_ ? "data parallel, batch split by device speed (capped by memory)"
                      : "data parallel, batch split evenly";
   }
+  bool pipelined() const override { return false; }
 
   PlanOutcome plan(const CostModel& cost, const PlanRequest& request) const override {
     Plan plan = emptyPlan(cost, request, name());

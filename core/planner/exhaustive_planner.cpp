@@ -16,7 +16,7 @@ namespace stagecraft {
 namespace {
 
 /// Beyond this many candidate plans the search would take tens of seconds.
-constexpr double kMaxCandidates = 2'000'000;
+constexpr double kMaxCandidates = 50'000'000;
 /// Masks are 32 bits; the candidate limit keeps the device count far below this anyway.
 constexpr int kMaxDevices = 30;
 /// estimatePlan sums the same terms in another order; a bound must beat the best by more

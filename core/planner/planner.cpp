@@ -50,14 +50,33 @@ std::unique_ptr<Planner> makePlanner(std::string_view name) {
 
 PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRequest& request) {
   if (request.batch_size <= 0) throw Error("batch size must be positive");
-  if (request.microbatches <= 0) throw Error("micro-batch count must be positive");
-  if (request.batch_size % request.microbatches != 0) {
+  if (request.microbatches < 0) throw Error("micro-batch count must be positive (or 0 for automatic)");
+  if (request.microbatches > 0 && request.batch_size % request.microbatches != 0) {
     throw Error("batch " + std::to_string(request.batch_size) + " is not divisible into " +
                 std::to_string(request.microbatches) + " micro-batches");
   }
   if (request.schedule == Schedule::Invalid) throw Error("schedule must be 1f1b or gpipe");
   const auto start = std::chrono::steady_clock::now();
-  PlanOutcome outcome = planner.plan(cost, request);
+  PlanOutcome outcome;
+  if (request.microbatches > 0) {
+    outcome = planner.plan(cost, request);
+  } else if (!planner.pipelined()) {
+    PlanRequest whole = request;
+    whole.microbatches = 1;
+    outcome = planner.plan(cost, whole);
+  } else {
+    // More micro-batches shrink the pipeline bubble; fewer give finer shares inside a
+    // group and fewer transfers. Try each and keep the fastest.
+    for (int m = 1; m <= std::min(request.batch_size, kMaxAutoMicrobatches); ++m) {
+      if (request.batch_size % m != 0) continue;
+      PlanRequest fixed = request;
+      fixed.microbatches = m;
+      PlanOutcome candidate = planner.plan(cost, fixed);
+      const bool better = candidate.feasible &&
+                          (!outcome.feasible || candidate.estimate.iteration_ms < outcome.estimate.iteration_ms);
+      if (better || (!outcome.feasible && outcome.reason.empty())) outcome = std::move(candidate);
+    }
+  }
   outcome.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   outcome.plan.planner = std::string(planner.name());
   return outcome;

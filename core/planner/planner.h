@@ -13,7 +13,8 @@ namespace stagecraft {
 /// What every planner is asked for.
 struct PlanRequest {
   int batch_size = 64;
-  int microbatches = 8;
+  /// Micro-batches per iteration; 0 lets makePlan() choose among the batch's divisors.
+  int microbatches = 0;
   Schedule schedule = Schedule::OneFOneB;
 };
 
@@ -35,6 +36,9 @@ class Planner {
   virtual std::string_view description() const = 0;
   /// Fills everything but plan_ms, which makePlan() measures.
   virtual PlanOutcome plan(const CostModel& cost, const PlanRequest& request) const = 0;
+  /// False for plain data parallelism, which has no pipeline to fill: left to choose,
+  /// it takes the whole batch as one micro-batch.
+  virtual bool pipelined() const { return true; }
 };
 
 /// hybrid, dp, dp-weighted, gpipe, pipedream, exhaustive.
@@ -44,7 +48,9 @@ std::vector<std::string> plannerNames();
 std::unique_ptr<Planner> makePlanner(std::string_view name);
 
 /// Runs `planner`, timing it; checks the request (batch divisible by micro-batches...)
-/// and throws Error for a bad one.
+/// and throws Error for a bad one. With microbatches == 0 it runs the planner for every
+/// divisor of the batch up to kMaxAutoMicrobatches and keeps the fastest feasible plan.
+constexpr int kMaxAutoMicrobatches = 64;
 PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRequest& request);
 
 // Helpers shared by the planners.
