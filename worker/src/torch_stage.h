@@ -1,0 +1,103 @@
+#pragma once
+// The LibTorch side of a worker: a model's layer range as a module, the data it reads,
+// the loss, the optimizer, tensors on the wire, and a single-process reference trainer.
+// Only the .cpp files behind this header include Torch's big headers' implementations;
+// everything here is Qt-free.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/model.pb.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::worker {
+
+/// Layers [begin, end) of `model` as one module. Every layer's initial weights depend only
+/// on (seed, layer index), so any split of a model into stages starts from the same weights
+/// as the whole model in one process. Throws stagecraft::Error for a bad range or layer.
+class StageModuleImpl : public torch::nn::Module {
+ public:
+  StageModuleImpl(const v1::Model& model, int begin, int end, std::uint64_t seed);
+  torch::Tensor forward(torch::Tensor x);
+  /// Runs only local layer `i` (0-based within the stage); for profiling.
+  torch::Tensor forwardLayer(int i, torch::Tensor x);
+  int layerBegin() const { return begin_; }
+  int layerEnd() const { return end_; }
+  int layerCount() const { return end_ - begin_; }
+
+ private:
+  int begin_, end_;
+  std::vector<std::shared_ptr<torch::nn::Module>> layers_;
+  std::vector<std::function<torch::Tensor(torch::Tensor)>> run_;
+};
+TORCH_MODULE(StageModule);
+
+/// Inputs and labels of consecutive samples.
+struct Samples {
+  torch::Tensor inputs;  ///< [n, input_shape...], float32 or int64 token ids
+  torch::Tensor labels;  ///< [n] class ids, or [n, seq] next-token ids for language models
+};
+
+/// Where training samples come from. Sample `g` (a global index: step * batch + position
+/// in the batch) is the same on every worker, so the first stage reads inputs and the last
+/// stage reads labels of the same samples without sending labels through the pipeline.
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  /// Samples [first, first + count) of the endless, deterministic stream.
+  virtual Samples get(std::int64_t first, int count) = 0;
+
+  /// synthetic (a learnable task generated from the seed), mnist (IDX images + labels) or
+  /// cifar10 (binary batch file). Images are reshaped to the model's input shape when the
+  /// element counts match. Throws stagecraft::Error naming the file or the mismatch.
+  static std::unique_ptr<DataSource> create(const v1::DataConfig& config, const v1::Model& model);
+};
+
+/// Sum over the samples of the per-sample loss (cross-entropy; for language models the
+/// mean over tokens of each sample). Divide by the global batch for the batch mean.
+torch::Tensor lossSum(const torch::Tensor& output, const torch::Tensor& labels, const v1::Model& model);
+
+/// SGD with momentum or Adam over `parameters`; throws stagecraft::Error for a bad config.
+std::unique_ptr<torch::optim::Optimizer> makeOptimizer(std::vector<torch::Tensor> parameters,
+                                                       const v1::OptimizerConfig& config);
+
+v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name = {});
+/// Throws stagecraft::Error for a malformed tensor (size does not match shape and dtype).
+torch::Tensor fromProto(const v1::Tensor& tensor);
+
+/// Parameters and buffers of a stage, in module order.
+v1::StageWeights getWeights(StageModule& module);
+/// Throws stagecraft::Error when names, shapes or the layer range do not match.
+void setWeights(StageModule& module, const v1::StageWeights& weights);
+
+/// Times every layer's forward and backward at each micro-batch size on this machine
+/// (after a warm-up), multiplied by `slowdown`; peak memory from the activation sizes.
+v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> micro_batches, int repeats,
+                                double slowdown);
+
+/// The whole model in one process, trained on the same data with the same optimizer and
+/// global batch: the yardstick the pipeline's results must equal.
+class ReferenceTrainer {
+ public:
+  ReferenceTrainer(const v1::Model& model, const v1::OptimizerConfig& optimizer, const v1::DataConfig& data,
+                   std::uint64_t seed, int batch_size);
+  /// One iteration; returns the batch's mean loss (before the update).
+  double step();
+  StageModule& module() { return module_; }
+  std::int64_t steps() const { return step_; }
+
+ private:
+  v1::Model model_;
+  StageModule module_;
+  std::unique_ptr<DataSource> data_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  int batch_size_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace stagecraft::worker
