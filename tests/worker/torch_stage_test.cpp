@@ -276,6 +276,9 @@ TEST(StageModule, RejectsARangeOutsideTheModel) {
   EXPECT_THROW(StageModule(model, 3, 3, 1), Error);
   EXPECT_THROW(StageModule(model, 0, 9, 1), Error);
   EXPECT_THROW(StageModule(model, -1, 2, 1), Error);
+  auto unknown = model;
+  unknown.mutable_layers(2)->set_kind("lstm");
+  expectErrorMentioning([&] { StageModule(unknown, 0, 1, 1); }, "lstm");
 }
 
 TEST(StageModule, SplitStagesComposeToTheWholeModelsOutputAndGradients) {
@@ -561,6 +564,24 @@ TEST(Profile, TimesEveryLayerAtEveryMicroBatchSize) {
     }
   }
   EXPECT_THROW(profileLayers(tinyGptModel(), std::vector<int>{0}, 1, 1.0), Error);
+}
+
+TEST(Profile, ALayerThatCannotTrainAtASizeIsAnErrorNamingIt) {
+  v1::Model m;
+  m.set_name("pointwise");
+  m.set_task("classification");
+  m.set_input_dtype("float32");
+  for (int d : {2, 1, 1}) m.add_input_shape(d);
+  m.set_num_classes(4);
+  auto* conv = m.add_layers();
+  conv->set_name("pointwise_bn");
+  conv->set_kind("conv2d");
+  conv->set_out_channels(4);
+  conv->set_kernel_size(1);
+  conv->set_batch_norm(true);
+  // BatchNorm in training mode needs more than one value per channel.
+  expectErrorMentioning([&] { profileLayers(m, std::vector<int>{1}, 1, 1.0); }, "pointwise_bn");
+  EXPECT_EQ(profileLayers(m, std::vector<int>{2}, 1, 1.0).batches_size(), 1);
 }
 
 }  // namespace

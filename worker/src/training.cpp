@@ -112,13 +112,21 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
       for (int i = 0; i < layers; ++i) {
         torch::Tensor input = x.detach();
         if (input.is_floating_point()) input.requires_grad_(true);
-        auto start = std::chrono::steady_clock::now();
-        torch::Tensor y = module->forwardLayer(i, input);
-        const double forward_ms = msSince(start);
-        const auto grad = torch::ones_like(y);
-        start = std::chrono::steady_clock::now();
-        if (y.requires_grad()) y.backward(grad);
-        const double backward_ms = msSince(start);
+        torch::Tensor y;
+        double forward_ms = 0, backward_ms = 0;
+        try {
+          auto start = std::chrono::steady_clock::now();
+          y = module->forwardLayer(i, input);
+          forward_ms = msSince(start);
+          const auto grad = torch::ones_like(y);
+          start = std::chrono::steady_clock::now();
+          if (y.requires_grad()) y.backward(grad);
+          backward_ms = msSince(start);
+        } catch (const c10::Error& e) {
+          // E.g. BatchNorm on a single value per channel: the layer cannot train at this size.
+          throw Error("profile: layer " + std::to_string(i) + " '" + spec.layer(i).name() + "' at micro-batch " +
+                      std::to_string(b) + ": " + e.what_without_backtrace());
+        }
         module->zero_grad(true);
         if (pass > 0) {
           fwd[i].push_back(forward_ms);
