@@ -372,6 +372,13 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
       }
     }
     if (item) handle(*item);
+    // Each stream ends its events with `finished`, so once every member has finished no
+    // report is still on its way: a step someone skipped will never complete.
+    if (aggregator.everyMemberFinished() && !aggregator.finished()) {
+      const std::int64_t step = aggregator.incompleteSteps().front();
+      const WorkerEndpoint& who = memberClient(aggregator.missing(step).front()).endpoint();
+      abortRun(WorkerError(who.name, who.label() + " finished without reporting step " + std::to_string(step)));
+    }
     const auto now = Clock::now();
     if (now >= next_watch) {
       next_watch = now + tick;

@@ -58,8 +58,19 @@ std::vector<StepResult> TelemetryAggregator::add(int member, const v1::Telemetry
   return done;
 }
 
-bool TelemetryAggregator::finished() const {
-  return pending_.empty() && std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; });
+bool TelemetryAggregator::finished() const { return pending_.empty() && everyMemberFinished(); }
+
+bool TelemetryAggregator::everyMemberFinished() const {
+  return std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; });
+}
+
+std::vector<int> TelemetryAggregator::missing(std::int64_t step) const {
+  std::vector<int> out;
+  const auto it = pending_.find(step);
+  for (int m = 0; m < static_cast<int>(members_.size()); ++m) {
+    if (it == pending_.end() || !it->second.reported[m]) out.push_back(m);
+  }
+  return out;
 }
 
 std::vector<std::int64_t> TelemetryAggregator::incompleteSteps() const {

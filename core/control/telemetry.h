@@ -38,6 +38,10 @@ class TelemetryAggregator {
 
   /// Every member said it finished and every step it reported is complete.
   bool finished() const;
+  /// Every member said it finished, whether or not the steps they reported add up.
+  bool everyMemberFinished() const;
+  /// Members that have not reported `step` (all of them for a step nobody reported).
+  std::vector<int> missing(std::int64_t step) const;
   bool memberFinished(int member) const { return finished_[member]; }
   /// The last step member `member` reported (start step before any).
   std::int64_t lastStep(int member) const { return last_step_[member]; }

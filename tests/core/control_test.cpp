@@ -553,6 +553,26 @@ TEST(ControlCoordinator, SilentWorkerThatLostTheJobIsCaughtByHeartbeat) {
   intruder.join();
 }
 
+TEST(ControlCoordinator, StepAWorkerNeverReportedEndsTheRunInsteadOfHanging) {
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[1].events = [](std::int64_t step, const v1::StageAssignment& a) {
+    if (step == 2) return std::vector<v1::TelemetryEvent>{};  // dropped on the way
+    return std::vector<v1::TelemetryEvent>{testing::defaultIteration(step, a, 1)};
+  };
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  try {
+    coordinator.train(4);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_NE(std::string(e.what()).find("finished without reporting step 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ControlCoordinator, StreamThatEndsEarlyAbortsTheRun) {
   std::vector<FakeWorkerScript> scripts(2);
   scripts[0].close_at_step = 3;
@@ -621,6 +641,8 @@ class LocalClusterTest : public ::testing::Test {
     dir_ = pattern;
   }
   void TearDown() override {
+    // Workers a failed test left behind.
+    if (auto left = control::LocalCluster::find("trio", dir_.string())) left->stop(milliseconds(1000));
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
