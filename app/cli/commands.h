@@ -16,5 +16,11 @@ int runPlan(std::span<const std::string> args);
 int runSimulate(std::span<const std::string> args);
 /// `compare`: every planner on the same model and cluster, side by side.
 int runCompare(std::span<const std::string> args);
+/// `cluster up|down|status`: local workers for a cluster's devices.
+int runCluster(std::span<const std::string> args);
+/// `profile`: every worker times every layer of a model.
+int runProfile(std::span<const std::string> args);
+/// `run`: profile, plan, deploy and train on a cluster's workers.
+int runRun(std::span<const std::string> args);
 
 }  // namespace stagecraft::cli

@@ -1,6 +1,6 @@
-// stagecraft-cli: plans, simulates and compares hybrid pipeline-parallel training
-// from the command line. Dispatches to one function per subcommand and maps failures
-// to exit statuses in this one place.
+// stagecraft-cli: plans, simulates and compares hybrid pipeline-parallel training from
+// the command line, and runs it on stagecraft-worker processes. Dispatches to one
+// function per subcommand and maps failures to exit statuses in this one place.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "command_support.h"
 #include "commands.h"
+#include "control/worker_status.h"
 #include "io/error.h"
 
 namespace {
@@ -28,6 +29,9 @@ constexpr Command kCommands[] = {
     {"plan", "plan a model on a cluster and explain the plan", stagecraft::cli::runPlan},
     {"simulate", "validate a plan file and simulate one training iteration", stagecraft::cli::runSimulate},
     {"compare", "run every planner on one model and cluster, side by side", stagecraft::cli::runCompare},
+    {"cluster", "start, stop or inspect local workers for a cluster (up, down, status)", stagecraft::cli::runCluster},
+    {"profile", "have every worker of a cluster time each layer of a model", stagecraft::cli::runProfile},
+    {"run", "profile, plan, deploy and train a model on a cluster's workers", stagecraft::cli::runRun},
 };
 
 std::string topLevelHelp() {
@@ -48,7 +52,7 @@ std::string topLevelHelp() {
       "  --version  print the version\n"
       "\n"
       "Every command takes --help, and --json for machine-readable output.\n"
-      "Exit status: 0 success, 1 internal failure, 2 bad input, 3 no feasible plan.\n";
+      "Exit status: 0 success, 1 internal failure or a worker failed, 2 bad input, 3 no feasible plan.\n";
   return out;
 }
 
@@ -101,6 +105,10 @@ int main(int argc, char** argv) {
   } catch (const stagecraft::Error& e) {
     stagecraft::cli::printFailure(e.what());
     return kExitBadInput;
+  } catch (const stagecraft::control::WorkerError& e) {
+    // A worker that cannot be reached or failed: the environment, not the input.
+    stagecraft::cli::printFailure(e.what());
+    return kExitInternal;
   } catch (const std::exception& e) {
     stagecraft::cli::printFailure(std::string("internal error: ") + e.what());
     return kExitInternal;

@@ -1,0 +1,121 @@
+#include "live_cluster.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "command_support.h"
+#include "io/error.h"
+
+namespace stagecraft::cli {
+
+std::string executablePath() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+LiveCluster openCluster(const std::string& name_or_path) {
+  LiveCluster live;
+  live.argument = name_or_path;
+  live.path = resolveClusterPath(name_or_path);
+  const Cluster file = Cluster::load(live.path);
+  live.cluster = file;
+  if (auto local = control::LocalCluster::find(file.name()); local && local->anyAlive()) {
+    live.cluster = local->apply(file);
+    live.local = std::move(local);
+  }
+  return live;
+}
+
+std::string clusterUpHint(const std::string& cluster_argument) {
+  return "run `stagecraft-cli cluster up --cluster " + cluster_argument + "` first";
+}
+
+std::vector<v1::WorkerInfo> describeAll(control::Coordinator& coordinator, const std::string& hint) {
+  try {
+    return coordinator.describe();
+  } catch (const control::WorkerError& e) {
+    throw control::WorkerError(e.worker(), std::string(e.what()) + "; " + hint);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; " + hint);
+  }
+}
+
+v1::ClusterStatusReport statusReport(const LiveCluster& live, const std::vector<control::WorkerProbe>& probes) {
+  v1::ClusterStatusReport report;
+  report.set_cluster(live.cluster.name());
+  if (live.local) report.set_state_path(live.local->statePath());
+  for (const auto& p : probes) {
+    auto* w = report.add_workers();
+    w->set_device(p.endpoint.name);
+    w->set_address(p.endpoint.address);
+    w->set_reachable(p.reachable);
+    w->set_error(p.error);
+    if (p.reachable) *w->mutable_info() = p.info;
+    if (live.local) {
+      for (const auto& lw : live.local->state().workers()) {
+        if (lw.device() == p.endpoint.name) w->set_pid(lw.pid());
+      }
+    }
+  }
+  return report;
+}
+
+std::vector<std::string> workerTable(const v1::ClusterStatusReport& report) {
+  TextTable table({{"device", TextTable::Align::Left},
+                   {"address", TextTable::Align::Left},
+                   {"pid"},
+                   {"state", TextTable::Align::Left},
+                   {"tier", TextTable::Align::Left},
+                   {"cores"},
+                   {"memory MB"},
+                   {"GFLOP/s"},
+                   {"slowdown"},
+                   {"job", TextTable::Align::Left}});
+  for (const auto& w : report.workers()) {
+    const auto& info = w.info();
+    const std::string pid = w.pid() > 0 ? std::to_string(w.pid()) : "-";
+    if (!w.reachable()) {
+      table.addRow({w.device(), w.address().empty() ? "-" : w.address(), pid, "unreachable"});
+      continue;
+    }
+    table.addRow({w.device(), w.address(), pid, info.state().empty() ? "?" : info.state(), info.tier(),
+                  std::to_string(info.cores()), fixed(info.memory_mb(), 0), fixed(info.measured_gflops(), 1),
+                  info.emulation().slowdown() > 0 ? fixed(info.emulation().slowdown(), 2) : "-",
+                  info.job().empty() ? "-" : info.job()});
+  }
+  return table.lines();
+}
+
+std::vector<int> parsePositiveList(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value <= 0) {
+      throw Error("--" + flag + " must be positive integers separated by commas, got '" + text + "'");
+    }
+    out.push_back(value);
+  }
+  if (out.empty()) throw Error("--" + flag + " names no size");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::chrono::milliseconds secondsFlag(const std::string& flag, const std::string& text) {
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) || seconds <= 0) {
+    throw Error("--" + flag + " must be a positive number of seconds, got '" + text + "'");
+  }
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+}
+
+}  // namespace stagecraft::cli

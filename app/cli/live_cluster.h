@@ -1,0 +1,45 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "control/coordinator.h"
+#include "control/local_cluster.h"
+#include "stagecraft/v1/report.pb.h"
+
+namespace stagecraft::cli {
+
+/// This executable's path (/proc/self/exe), for finding the worker next to it.
+std::string executablePath();
+
+/// A cluster file and the workers that serve it: the addresses of its local workers when
+/// `cluster up` started them (and they still run), else the file's own addresses.
+struct LiveCluster {
+  std::string argument;  ///< the --cluster value, for hints
+  std::string path;      ///< the cluster file
+  Cluster cluster;       ///< with the addresses to use
+  std::optional<control::LocalCluster> local;
+};
+LiveCluster openCluster(const std::string& name_or_path);
+
+/// "run `stagecraft-cli cluster up --cluster C` first"
+std::string clusterUpHint(const std::string& cluster_argument);
+
+/// Describe on every worker; a worker that does not answer, or a device without an
+/// address, throws with `hint` appended to the message.
+std::vector<v1::WorkerInfo> describeAll(control::Coordinator& coordinator, const std::string& hint);
+
+/// The workers as `cluster up` / `cluster status` report them.
+v1::ClusterStatusReport statusReport(const LiveCluster& live, const std::vector<control::WorkerProbe>& probes);
+/// The human table of statusReport(), one line per worker.
+std::vector<std::string> workerTable(const v1::ClusterStatusReport& report);
+
+/// "1,4,16" as positive integers, ascending and distinct; throws Error naming `flag`.
+std::vector<int> parsePositiveList(const std::string& flag, const std::string& text);
+
+/// A positive number of seconds from `flag`, as milliseconds; throws Error naming it.
+std::chrono::milliseconds secondsFlag(const std::string& flag, const std::string& text);
+
+}  // namespace stagecraft::cli

@@ -1,0 +1,112 @@
+#include "control/assignments.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "control/net.h"
+#include "io/error.h"
+
+namespace stagecraft::control {
+namespace {
+
+v1::Member member(const Cluster& cluster, const DeviceShare& share) {
+  v1::Member m;
+  const Device& device = cluster.device(share.device);
+  m.set_name(device.name);
+  m.set_address(device.address);
+  m.set_samples(share.samples);
+  return m;
+}
+
+}  // namespace
+
+void checkTrainingOptions(const TrainingOptions& options) {
+  if (!(std::isfinite(options.lr) && options.lr > 0)) throw Error("learning rate must be positive");
+  if (!(std::isfinite(options.momentum) && options.momentum >= 0 && options.momentum < 1)) {
+    throw Error("momentum must be in [0, 1)");
+  }
+  if (options.weight_decay < 0) throw Error("weight decay must not be negative");
+  if (options.data == "synthetic") return;
+  if (options.data != "mnist" && options.data != "cifar10") {
+    throw Error("data must be synthetic, mnist or cifar10, got '" + options.data + "'");
+  }
+  if (options.data_path.empty()) throw Error(options.data + " data needs a data path");
+  if (options.data == "mnist" && options.labels_path.empty()) throw Error("mnist data needs a labels path");
+}
+
+std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+                                                  const TrainingOptions& options, std::span<const int> store_ports) {
+  if (static_cast<int>(store_ports.size()) != plan.stageCount()) {
+    throw std::logic_error("buildAssignments: one store port per stage expected");
+  }
+  for (const auto& stage : plan.stages) {
+    for (const auto& share : stage.members) {
+      const Device& device = cluster.device(share.device);
+      if (device.address.empty()) throw Error("device '" + device.name + "' has no worker address in the cluster");
+      if (!splitHostPort(device.address)) {
+        throw Error("device '" + device.name + "': address '" + device.address + "' is not host:port");
+      }
+    }
+  }
+
+  v1::OptimizerConfig optimizer;
+  optimizer.set_kind(std::string(optimizerName(plan.optimizer)));
+  optimizer.set_lr(options.lr);
+  optimizer.set_momentum(options.momentum);
+  optimizer.set_weight_decay(options.weight_decay);
+  optimizer.set_beta1(options.beta1);
+  optimizer.set_beta2(options.beta2);
+  optimizer.set_eps(options.eps);
+
+  v1::DataConfig data;
+  data.set_kind(options.data);
+  data.set_path(options.data_path);
+  data.set_labels_path(options.labels_path);
+  data.set_seed(options.seed);
+
+  std::vector<v1::StageAssignment> out;
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    const Stage& stage = plan.stages[s];
+    v1::StageAssignment base;
+    base.set_job(options.job);
+    *base.mutable_model() = model.proto();
+    base.set_stage(s);
+    base.set_stages(plan.stageCount());
+    base.set_layer_begin(stage.layer_begin);
+    base.set_layer_end(stage.layer_end);
+    for (const auto& share : stage.members) *base.add_group() = member(cluster, share);
+    if (s > 0) {
+      for (const auto& share : plan.stages[s - 1].members) *base.add_previous() = member(cluster, share);
+    }
+    if (s + 1 < plan.stageCount()) {
+      for (const auto& share : plan.stages[s + 1].members) *base.add_next() = member(cluster, share);
+    }
+    base.set_batch_size(plan.batch_size);
+    base.set_microbatches(plan.microbatches);
+    base.set_schedule(std::string(scheduleName(plan.schedule)));
+    *base.mutable_optimizer() = optimizer;
+    *base.mutable_data() = data;
+    base.set_seed(options.seed);
+    const std::string host = splitHostPort(cluster.device(stage.members.front().device).address)->host;
+    base.set_store_address(joinHostPort(host, store_ports[s]));
+    base.set_start_step(options.start_step);
+    for (int rank = 0; rank < static_cast<int>(stage.members.size()); ++rank) {
+      v1::StageAssignment assignment = base;
+      assignment.set_rank(rank);
+      out.push_back(std::move(assignment));
+    }
+  }
+  return out;
+}
+
+Cluster withAddresses(const Cluster& cluster, std::span<const std::pair<std::string, std::string>> addresses) {
+  v1::Cluster proto = cluster.toProto();
+  for (const auto& [name, address] : addresses) {
+    for (auto& device : *proto.mutable_devices()) {
+      if (device.name() == name) device.set_address(address);
+    }
+  }
+  return Cluster::fromProto(proto);
+}
+
+}  // namespace stagecraft::control

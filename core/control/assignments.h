@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "model/model_spec.h"
+#include "plan/plan.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::control {
+
+/// How to train, beyond what the plan fixes (stages, batch, micro-batches, schedule and
+/// the optimizer's kind).
+struct TrainingOptions {
+  std::string job;  ///< empty: the coordinator names one after the model
+  double lr = 0.05;
+  double momentum = 0.9;  ///< SGD
+  double weight_decay = 0;
+  double beta1 = 0.9;  ///< Adam
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  std::string data = "synthetic";  ///< synthetic | mnist | cifar10
+  std::string data_path;           ///< MNIST IDX images or a CIFAR-10 binary batch
+  std::string labels_path;         ///< MNIST IDX labels
+  std::uint64_t seed = 1;          ///< weight initialisation, sample order, the synthetic task
+  std::int64_t start_step = 0;
+};
+
+/// Throws Error for options no worker can use: lr not positive, an unknown data kind, a
+/// data set without its files.
+void checkTrainingOptions(const TrainingOptions& options);
+
+/// One StageAssignment per member of every stage of `plan`, in stage order and, within a
+/// stage, in member order (which is also each member's rank and the order of samples in
+/// a micro-batch). Stage s's group meets at the c10d store `host of its rank-0 member :
+/// store_ports[s]`. Throws Error when a member's device has no usable address.
+std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+                                                  const TrainingOptions& options, std::span<const int> store_ports);
+
+/// `cluster` with the addresses of the named devices replaced.
+Cluster withAddresses(const Cluster& cluster, std::span<const std::pair<std::string, std::string>> addresses);
+
+}  // namespace stagecraft::control

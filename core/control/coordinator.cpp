@@ -1,0 +1,425 @@
+#include "control/coordinator.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <random>
+
+#include "control/net.h"
+#include "io/error.h"
+
+namespace stagecraft::control {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// Runs fn(0..n-1) on n threads and waits for all; then rethrows the failure of the
+/// lowest index, so the message a user sees does not depend on thread timing.
+template <class Fn>
+void parallelFor(int n, Fn&& fn) {
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+std::string makeJobName(const std::string& model) {
+  std::random_device random;
+  const unsigned value = random();
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%08x", value);
+  return (model.empty() ? std::string("job") : model) + "-" + suffix;
+}
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string wholeSeconds(milliseconds ms) { return std::to_string((ms.count() + 500) / 1000) + " s"; }
+
+}  // namespace
+
+Coordinator::Coordinator(Cluster cluster, CoordinatorOptions options)
+    : cluster_(std::move(cluster)), options_(options) {
+  clients_.resize(cluster_.size());
+  for (int d = 0; d < cluster_.size(); ++d) {
+    const Device& device = cluster_.device(d);
+    if (!device.address.empty()) {
+      clients_[d] =
+          std::make_unique<WorkerClient>(WorkerEndpoint{device.name, device.address}, options_.max_message_bytes);
+    }
+  }
+}
+
+Coordinator::~Coordinator() { closeStreams(); }
+
+WorkerClient& Coordinator::client(int device) {
+  if (!clients_[device]) {
+    throw Error("device '" + cluster_.device(device).name + "' has no worker address in cluster '" + cluster_.name() +
+                "'");
+  }
+  return *clients_[device];
+}
+
+std::vector<v1::WorkerInfo> Coordinator::describe() {
+  for (int d = 0; d < cluster_.size(); ++d) client(d);  // every device needs an address
+  std::vector<v1::WorkerInfo> infos(cluster_.size());
+  parallelFor(cluster_.size(), [&](int d) { infos[d] = client(d).describe(options_.call_timeout); });
+  return infos;
+}
+
+std::vector<WorkerProbe> Coordinator::probe() {
+  std::vector<WorkerProbe> probes(cluster_.size());
+  parallelFor(cluster_.size(), [&](int d) {
+    WorkerProbe& p = probes[d];
+    p.endpoint = {cluster_.device(d).name, cluster_.device(d).address};
+    if (!clients_[d]) {
+      p.error = "device '" + p.endpoint.name + "' has no worker address";
+      return;
+    }
+    try {
+      p.info = clients_[d]->describe(options_.call_timeout);
+      p.reachable = true;
+    } catch (const WorkerError& e) {
+      p.error = e.what();
+    }
+  });
+  return probes;
+}
+
+v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats) {
+  for (int d = 0; d < cluster_.size(); ++d) client(d);
+  v1::ProfileRequest request;
+  *request.mutable_model() = model.proto();
+  for (int b : micro_batches) request.add_micro_batches(b);
+  request.set_repeats(repeats);
+
+  std::vector<v1::DeviceProfile> profiles(cluster_.size());
+  parallelFor(cluster_.size(), [&](int d) {
+    WorkerClient& worker = client(d);
+    v1::DeviceProfile p = worker.profile(request, options_.profile_timeout);
+    const std::string who = worker.endpoint().label();
+    for (int b : micro_batches) {
+      const auto it = std::find_if(p.batches().begin(), p.batches().end(),
+                                   [&](const v1::BatchProfile& bp) { return bp.micro_batch() == b; });
+      if (it == p.batches().end()) {
+        throw WorkerError(worker.endpoint().name, who + " returned no profile for micro-batch " + std::to_string(b));
+      }
+      if (it->layers_size() != model.layerCount()) {
+        throw WorkerError(worker.endpoint().name, who + " timed " + std::to_string(it->layers_size()) +
+                                                      " layers at micro-batch " + std::to_string(b) + "; " +
+                                                      model.name() + " has " + std::to_string(model.layerCount()));
+      }
+    }
+    // The cost model matches profiles to devices by the cluster's names.
+    p.set_device(cluster_.device(d).name);
+    p.set_model(model.name());
+    profiles[d] = std::move(p);
+  });
+  v1::ProfileSet set;
+  for (auto& p : profiles) *set.add_devices() = std::move(p);
+  return set;
+}
+
+std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSpec& model,
+                                                 const TrainingOptions& options) {
+  closeStreams();
+  TrainingOptions named = options;
+  if (named.job.empty()) named.job = makeJobName(model.name());
+  const std::vector<int> ports = freeLoopbackPorts(plan.stageCount());
+  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named, ports);
+
+  std::vector<int> devices;
+  std::vector<bool> last_stage;
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    for (const auto& m : plan.stages[s].members) {
+      client(m.device);
+      devices.push_back(m.device);
+      last_stage.push_back(s + 1 == plan.stageCount());
+    }
+  }
+
+  const int n = static_cast<int>(assignments.size());
+  std::vector<v1::DeployReply> replies(n);
+  std::vector<bool> deployed(n, false);
+  try {
+    parallelFor(n, [&](int i) {
+      replies[i] = client(devices[i]).deploy(assignments[i], options_.deploy_timeout);
+      deployed[i] = true;
+    });
+  } catch (...) {
+    // Leave no member holding a stage of a job that cannot run.
+    v1::StopRequest request;
+    request.set_job(named.job);
+    parallelFor(n, [&](int i) {
+      if (!deployed[i]) return;
+      try {
+        client(devices[i]).stop(request, std::min(options_.call_timeout, milliseconds(5000)));
+      } catch (const std::exception&) {
+      }
+    });
+    throw;
+  }
+
+  job_ = named.job;
+  batch_size_ = plan.batch_size;
+  assignments_ = std::move(assignments);
+  member_device_ = std::move(devices);
+  member_last_stage_ = std::move(last_stage);
+  return replies;
+}
+
+void Coordinator::openStreams() {
+  closeStreams();
+  const int n = static_cast<int>(member_device_.size());
+  {
+    std::lock_guard lock(mutex_);
+    queue_.clear();
+    subscribed_.assign(n, false);
+  }
+  streams_.resize(n);
+  for (int m = 0; m < n; ++m) streams_[m].context = std::make_unique<grpc::ClientContext>();
+  for (int m = 0; m < n; ++m) streams_[m].thread = std::thread([this, m] { readTelemetry(m); });
+}
+
+void Coordinator::readTelemetry(int member) {
+  grpc::ClientContext& context = *streams_[member].context;
+  auto reader = memberClient(member).stub().Telemetry(&context, v1::TelemetryRequest{});
+  // Returns once the worker has the stream (or the call has failed): what is sent after
+  // Start from then on reaches this reader.
+  reader->WaitForInitialMetadata();
+  {
+    std::lock_guard lock(mutex_);
+    subscribed_[member] = true;
+  }
+  changed_.notify_all();
+  v1::TelemetryEvent event;
+  while (reader->Read(&event)) {
+    StreamItem item;
+    item.kind = StreamItem::Kind::Event;
+    item.member = member;
+    item.event = std::move(event);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(item));
+    }
+    changed_.notify_all();
+    event.Clear();
+  }
+  const grpc::Status status = reader->Finish();
+  StreamItem item;
+  item.kind = StreamItem::Kind::Closed;
+  item.member = member;
+  item.status_code = static_cast<int>(status.error_code());
+  item.status_message = status.error_message();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(item));
+  }
+  changed_.notify_all();
+}
+
+void Coordinator::closeStreams() {
+  for (auto& s : streams_) {
+    if (s.context) s.context->TryCancel();
+  }
+  for (auto& s : streams_) {
+    if (s.thread.joinable()) s.thread.join();
+  }
+  streams_.clear();
+}
+
+void Coordinator::start(std::int64_t iterations) {
+  if (member_device_.empty()) throw Error("nothing is deployed: call deploy() before start()");
+  if (iterations <= 0) throw Error("iterations must be positive");
+  openStreams();
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, options_.subscribe_timeout,
+                      [&] { return std::all_of(subscribed_.begin(), subscribed_.end(), [](bool s) { return s; }); });
+    // A stream that failed already (an unreachable worker) ends the run before it starts.
+    for (const auto& item : queue_) {
+      if (item.kind == StreamItem::Kind::Closed && item.status_code != 0) {
+        const WorkerEndpoint& who = memberClient(item.member).endpoint();
+        lock.unlock();
+        closeStreams();
+        throw workerFailure(who, "Telemetry",
+                            grpc::Status(static_cast<grpc::StatusCode>(item.status_code), item.status_message),
+                            options_.call_timeout);
+      }
+    }
+  }
+  v1::StartRequest request;
+  request.set_job(job_);
+  request.set_iterations(iterations);
+  started_at_ = Clock::now();
+  try {
+    parallelFor(static_cast<int>(member_device_.size()),
+                [&](int m) { memberClient(m).start(request, options_.call_timeout); });
+  } catch (const WorkerError& e) {
+    abortRun(e);
+  }
+}
+
+TrainingResult Coordinator::train(std::int64_t iterations, const TrainingCallbacks& callbacks,
+                                  const std::atomic<bool>* cancel) {
+  start(iterations);
+  return wait(callbacks, cancel);
+}
+
+TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::atomic<bool>* cancel) {
+  const int n = static_cast<int>(member_device_.size());
+  if (streams_.empty()) throw Error("no run in progress: call start() before wait()");
+  std::vector<TelemetryMember> members;
+  for (int m = 0; m < n; ++m) members.push_back({memberClient(m).endpoint(), member_last_stage_[m]});
+  TelemetryAggregator aggregator(std::move(members), batch_size_, job_);
+
+  TrainingResult result;
+  std::vector<Clock::time_point> last_heard(n, Clock::now());
+  std::vector<Clock::time_point> last_probe(n, Clock::now());
+  const milliseconds probe_deadline = std::min(options_.call_timeout, milliseconds(5000));
+  const milliseconds tick = std::min(milliseconds(200), options_.probe_after);
+  auto next_watch = Clock::now() + tick;
+
+  // One item from a member's stream: a step, a log line, an error or the stream's end.
+  const auto handle = [&](StreamItem& item) {
+    const int m = item.member;
+    const WorkerEndpoint& who = memberClient(m).endpoint();
+    last_heard[m] = Clock::now();
+    if (item.kind == StreamItem::Kind::Closed) {
+      if (aggregator.memberFinished(m)) return;
+      if (item.status_code == 0) {
+        abortRun(WorkerError(who.name, who.label() + " closed its telemetry stream after step " +
+                                           std::to_string(aggregator.lastStep(m)) + " without finishing"));
+      }
+      abortRun(workerFailure(who, "Telemetry",
+                             grpc::Status(static_cast<grpc::StatusCode>(item.status_code), item.status_message),
+                             options_.silence_limit));
+    }
+    if (item.event.has_log()) {
+      if (callbacks.on_log) callbacks.on_log(who.name, item.event.log());
+      return;
+    }
+    std::vector<StepResult> steps;
+    try {
+      steps = aggregator.add(m, item.event);
+    } catch (const WorkerError& e) {
+      abortRun(e);
+    }
+    for (const auto& step : steps) {
+      result.steps.push_back(step);
+      if (callbacks.on_step) callbacks.on_step(step);
+    }
+  };
+
+  // Members that have gone quiet: a Heartbeat after probe_after, given up after silence_limit.
+  // Checked every tick even while other members keep talking.
+  const auto watch = [&](Clock::time_point now) {
+    for (int m = 0; m < n; ++m) {
+      if (aggregator.memberFinished(m)) continue;
+      const WorkerEndpoint& who = memberClient(m).endpoint();
+      if (now - last_heard[m] >= options_.silence_limit) {
+        abortRun(WorkerError(who.name, who.label() + " sent no telemetry for " + wholeSeconds(options_.silence_limit) +
+                                           " (last step " + std::to_string(aggregator.lastStep(m)) + ")"));
+      }
+      if (now - last_heard[m] < options_.probe_after || now - last_probe[m] < options_.probe_after) continue;
+      last_probe[m] = now;
+      v1::HeartbeatReply beat;
+      try {
+        beat = memberClient(m).heartbeat(probe_deadline);
+      } catch (const WorkerError& e) {
+        abortRun(e);
+      }
+      // Alive but no longer on this job: it restarted, or someone else deployed to it.
+      if (beat.state() == "idle" || (!beat.job().empty() && beat.job() != job_)) {
+        abortRun(WorkerError(who.name, who.label() + " no longer runs job '" + job_ + "' (state " +
+                                           (beat.state().empty() ? "unknown" : beat.state()) +
+                                           (beat.job().empty() ? "" : ", job '" + beat.job() + "'") +
+                                           "); did it restart?"));
+      }
+    }
+  };
+
+  while (!aggregator.finished()) {
+    if (cancel && cancel->load()) {
+      stopQuietly();
+      result.cancelled = true;
+      result.wall_seconds = secondsSince(started_at_);
+      return result;
+    }
+    std::optional<StreamItem> item;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait_for(lock, tick, [&] { return !queue_.empty(); });
+      if (!queue_.empty()) {
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    if (item) handle(*item);
+    // Each stream ends its events with `finished`, so once every member has finished no
+    // report is still on its way: a step someone skipped will never complete.
+    if (aggregator.everyMemberFinished() && !aggregator.finished()) {
+      const std::int64_t step = aggregator.incompleteSteps().front();
+      const WorkerEndpoint& who = memberClient(aggregator.missing(step).front()).endpoint();
+      abortRun(WorkerError(who.name, who.label() + " finished without reporting step " + std::to_string(step)));
+    }
+    const auto now = Clock::now();
+    if (now >= next_watch) {
+      next_watch = now + tick;
+      watch(now);
+    }
+  }
+  result.wall_seconds = secondsSince(started_at_);
+  closeStreams();
+  return result;
+}
+
+void Coordinator::stop() {
+  v1::StopRequest request;
+  request.set_job(job_);
+  const int n = static_cast<int>(member_device_.size());
+  try {
+    parallelFor(n, [&](int m) { memberClient(m).stop(request, options_.call_timeout); });
+  } catch (...) {
+    closeStreams();
+    throw;
+  }
+  closeStreams();
+}
+
+void Coordinator::stopQuietly() {
+  v1::StopRequest request;
+  request.set_job(job_);
+  const milliseconds deadline = std::min(options_.call_timeout, milliseconds(5000));
+  parallelFor(static_cast<int>(member_device_.size()), [&](int m) {
+    try {
+      memberClient(m).stop(request, deadline);
+    } catch (const std::exception&) {
+      // The run is over either way; the failure that ended it is what the user needs.
+    }
+  });
+  closeStreams();
+}
+
+void Coordinator::abortRun(const WorkerError& error) {
+  stopQuietly();
+  throw error;
+}
+
+}  // namespace stagecraft::control

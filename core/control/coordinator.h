@@ -1,0 +1,154 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "control/assignments.h"
+#include "control/telemetry.h"
+#include "control/worker_client.h"
+#include "model/model_spec.h"
+#include "plan/plan.h"
+#include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace stagecraft::control {
+
+/// Deadlines and limits. Nothing the coordinator does waits without one.
+struct CoordinatorOptions {
+  std::chrono::milliseconds call_timeout{10'000};      ///< Describe, Start, Stop, Heartbeat
+  std::chrono::milliseconds profile_timeout{600'000};  ///< one worker timing a whole model
+  std::chrono::milliseconds deploy_timeout{300'000};   ///< building and initialising a stage
+  std::chrono::milliseconds subscribe_timeout{2'000};  ///< telemetry streams opening before Start
+  std::chrono::milliseconds probe_after{5'000};        ///< a member silent this long gets a Heartbeat
+  std::chrono::milliseconds silence_limit{120'000};    ///< a member silent this long aborts the run
+  int max_message_bytes = kMaxWorkerMessageBytes;
+};
+
+/// A device's worker as Describe found it, or why it could not.
+struct WorkerProbe {
+  WorkerEndpoint endpoint;
+  bool reachable = false;
+  v1::WorkerInfo info;
+  std::string error;  ///< one line naming the worker, when not reachable
+};
+
+/// Called on the thread that runs wait() / train().
+struct TrainingCallbacks {
+  std::function<void(const StepResult&)> on_step;
+  std::function<void(const std::string& worker, const std::string& text)> on_log;
+};
+
+struct TrainingResult {
+  std::vector<StepResult> steps;  ///< in step order
+  bool cancelled = false;         ///< the cancel flag ended the run; the workers were stopped
+  double wall_seconds = 0;        ///< from Start to the end
+};
+
+/// The coordinator's side of a training job: gRPC clients to the workers of a cluster
+/// (Device::address), and the sequence describe -> profile -> deploy -> start ->
+/// telemetry -> stop. Calls on all workers run in parallel; a failure of any worker is a
+/// WorkerError whose message names it (see describeStatus).
+///
+/// Telemetry: one stream per deployed member, each read on its own thread into one
+/// queue; wait() folds the queue into pipeline steps (TelemetryAggregator), probes a
+/// silent member with Heartbeat and gives up on it after silence_limit. An error from any
+/// worker stops all of them and ends the run with that worker's message.
+class Coordinator {
+ public:
+  explicit Coordinator(Cluster cluster, CoordinatorOptions options = {});
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  const Cluster& cluster() const { return cluster_; }
+  const CoordinatorOptions& options() const { return options_; }
+
+  /// Describe on every device's worker; in cluster order. Throws WorkerError for the first
+  /// device, in cluster order, whose worker fails, and Error for a device with no address.
+  std::vector<v1::WorkerInfo> describe();
+  /// Describe on every device's worker without throwing for one that fails.
+  std::vector<WorkerProbe> probe();
+
+  /// Every device's worker times every layer of `model` at each micro-batch size. The
+  /// answer names devices as the cluster does, ready for CostModel::setProfiles.
+  v1::ProfileSet profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats = 3);
+
+  /// Sends each member of `plan` its StageAssignment (see buildAssignments) and returns
+  /// the replies in the same order. Each stage group's c10d store gets a port that was
+  /// free on this machine. When one member fails, the others are stopped again.
+  std::vector<v1::DeployReply> deploy(const Plan& plan, const ModelSpec& model, const TrainingOptions& options);
+  const std::vector<v1::StageAssignment>& assignments() const { return assignments_; }
+  const std::string& job() const { return job_; }
+
+  /// Opens the members' telemetry streams (waiting up to subscribe_timeout for them), then
+  /// starts `iterations` steps on every member.
+  void start(std::int64_t iterations);
+  /// Runs until every member finished, `cancel` becomes true (the workers are stopped) or a
+  /// worker fails (they are stopped too, and the WorkerError is thrown).
+  TrainingResult wait(const TrainingCallbacks& callbacks = {}, const std::atomic<bool>* cancel = nullptr);
+  /// start() then wait().
+  TrainingResult train(std::int64_t iterations, const TrainingCallbacks& callbacks = {},
+                       const std::atomic<bool>* cancel = nullptr);
+  /// Stop on every member, in parallel; closes the telemetry streams. Throws the first
+  /// failure after trying all.
+  void stop();
+
+ private:
+  struct StreamItem {
+    enum class Kind { Invalid = 0, Event, Closed };
+    Kind kind = Kind::Invalid;
+    int member = -1;
+    v1::TelemetryEvent event;
+    int status_code = 0;
+    std::string status_message;
+  };
+  struct Stream {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::thread thread;
+  };
+
+  WorkerClient& client(int device);
+  WorkerClient& memberClient(int member) { return client(member_device_[member]); }
+  void openStreams();
+  void readTelemetry(int member);
+  void closeStreams();
+  void stopQuietly();
+  [[noreturn]] void abortRun(const WorkerError& error);
+
+  Cluster cluster_;
+  CoordinatorOptions options_;
+  std::vector<std::unique_ptr<WorkerClient>> clients_;  // per device; null without an address
+
+  // The deployment.
+  std::string job_;
+  int batch_size_ = 0;
+  std::vector<v1::StageAssignment> assignments_;
+  std::vector<int> member_device_;
+  std::vector<bool> member_last_stage_;
+
+  // Telemetry: filled by the stream threads, drained by wait().
+  std::vector<Stream> streams_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<StreamItem> queue_;
+  std::vector<bool> subscribed_;
+  std::chrono::steady_clock::time_point started_at_;
+};
+
+}  // namespace stagecraft::control

@@ -1,0 +1,78 @@
+#include "control/worker_client.h"
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+namespace stagecraft::control {
+namespace {
+
+/// One unary call with a deadline; a failure throws WorkerError naming the worker.
+template <class Request, class Reply, class Method>
+Reply call(const WorkerEndpoint& endpoint, std::string_view name, Method method, const Request& request,
+           std::chrono::milliseconds deadline) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  Reply reply;
+  const grpc::Status status = method(&context, request, &reply);
+  if (!status.ok()) throw workerFailure(endpoint, name, status, deadline);
+  return reply;
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address, int max_message_bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_message_bytes);
+  args.SetMaxSendMessageSize(max_message_bytes);
+  // Workers are on the LAN or loopback: a proxy from the environment would only get in the way.
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Each client owns its connection, so one worker's trouble cannot stall another's calls.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+WorkerClient::WorkerClient(WorkerEndpoint endpoint, int max_message_bytes)
+    : endpoint_(std::move(endpoint)),
+      channel_(makeWorkerChannel(endpoint_.address, max_message_bytes)),
+      stub_(v1::Worker::NewStub(channel_)) {}
+
+v1::WorkerInfo WorkerClient::describe(std::chrono::milliseconds deadline) {
+  return call<v1::DescribeRequest, v1::WorkerInfo>(
+      endpoint_, "Describe", [&](auto* c, const auto& r, auto* o) { return stub_->Describe(c, r, o); },
+      v1::DescribeRequest{}, deadline);
+}
+
+v1::DeviceProfile WorkerClient::profile(const v1::ProfileRequest& request, std::chrono::milliseconds deadline) {
+  return call<v1::ProfileRequest, v1::DeviceProfile>(
+      endpoint_, "Profile", [&](auto* c, const auto& r, auto* o) { return stub_->Profile(c, r, o); }, request,
+      deadline);
+}
+
+v1::DeployReply WorkerClient::deploy(const v1::StageAssignment& assignment, std::chrono::milliseconds deadline) {
+  return call<v1::StageAssignment, v1::DeployReply>(
+      endpoint_, "Deploy", [&](auto* c, const auto& r, auto* o) { return stub_->Deploy(c, r, o); }, assignment,
+      deadline);
+}
+
+void WorkerClient::start(const v1::StartRequest& request, std::chrono::milliseconds deadline) {
+  call<v1::StartRequest, v1::StartReply>(
+      endpoint_, "Start", [&](auto* c, const auto& r, auto* o) { return stub_->Start(c, r, o); }, request, deadline);
+}
+
+v1::StopReply WorkerClient::stop(const v1::StopRequest& request, std::chrono::milliseconds deadline) {
+  return call<v1::StopRequest, v1::StopReply>(
+      endpoint_, "Stop", [&](auto* c, const auto& r, auto* o) { return stub_->Stop(c, r, o); }, request, deadline);
+}
+
+v1::HeartbeatReply WorkerClient::heartbeat(std::chrono::milliseconds deadline) {
+  return call<v1::HeartbeatRequest, v1::HeartbeatReply>(
+      endpoint_, "Heartbeat", [&](auto* c, const auto& r, auto* o) { return stub_->Heartbeat(c, r, o); },
+      v1::HeartbeatRequest{}, deadline);
+}
+
+}  // namespace stagecraft::control

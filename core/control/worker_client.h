@@ -1,0 +1,46 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "control/worker_status.h"
+#include "stagecraft/v1/worker.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace stagecraft::control {
+
+/// Messages carry whole models, profiles and stage weights: far over gRPC's 4 MiB default.
+constexpr int kMaxWorkerMessageBytes = 512 * 1024 * 1024;
+
+/// A channel to a worker with raised message limits, quick reconnects (a worker that is
+/// starting answers within a second of listening) and no HTTP proxy.
+std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address,
+                                                 int max_message_bytes = kMaxWorkerMessageBytes);
+
+/// The coordinator's end of one worker: every unary call has a deadline and turns a
+/// failure into a WorkerError through describeStatus().
+class WorkerClient {
+ public:
+  explicit WorkerClient(WorkerEndpoint endpoint, int max_message_bytes = kMaxWorkerMessageBytes);
+
+  const WorkerEndpoint& endpoint() const { return endpoint_; }
+  v1::Worker::Stub& stub() { return *stub_; }
+
+  v1::WorkerInfo describe(std::chrono::milliseconds deadline);
+  v1::DeviceProfile profile(const v1::ProfileRequest& request, std::chrono::milliseconds deadline);
+  v1::DeployReply deploy(const v1::StageAssignment& assignment, std::chrono::milliseconds deadline);
+  void start(const v1::StartRequest& request, std::chrono::milliseconds deadline);
+  v1::StopReply stop(const v1::StopRequest& request, std::chrono::milliseconds deadline);
+  v1::HeartbeatReply heartbeat(std::chrono::milliseconds deadline);
+
+ private:
+  WorkerEndpoint endpoint_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Worker::Stub> stub_;
+};
+
+}  // namespace stagecraft::control

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace grpc {
+class Status;
+}
+
+namespace stagecraft::control {
+
+/// A device's worker as the coordinator addresses it.
+struct WorkerEndpoint {
+  std::string name;     ///< the device's name in the cluster
+  std::string address;  ///< host:port
+
+  /// "worker 'edge-1' (127.0.0.1:50052)", the way every message names a worker.
+  std::string label() const;
+};
+
+/// A worker could not be reached, refused a call, failed while training or broke the
+/// protocol. what() is one line that names the worker and its address, fit to be shown
+/// as is.
+class WorkerError : public std::runtime_error {
+ public:
+  WorkerError(std::string worker, const std::string& message)
+      : std::runtime_error(message), worker_(std::move(worker)) {}
+  /// The device whose worker failed.
+  const std::string& worker() const { return worker_; }
+
+ private:
+  std::string worker_;
+};
+
+/// The one table from a failed call's grpc::Status to what a user reads, e.g.
+/// UNAVAILABLE on connect -> "worker 'edge-1' (127.0.0.1:50052) is not reachable".
+/// `call` is the RPC ("Describe"), `deadline` the limit the call had.
+std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, const grpc::Status& status,
+                           std::chrono::milliseconds deadline);
+
+/// describeStatus() as an exception.
+WorkerError workerFailure(const WorkerEndpoint& worker, std::string_view call, const grpc::Status& status,
+                          std::chrono::milliseconds deadline);
+
+/// `text` on one line: newlines and tabs become spaces, runs of spaces collapse.
+std::string oneLine(std::string_view text);
+
+}  // namespace stagecraft::control

@@ -1,0 +1,314 @@
+// stagecraft-cli's worker commands (cluster up/down/status, profile, run): their argument
+// errors, fast one-line failures when workers are missing, and the whole path against
+// stagecraft-fake-worker processes standing in for stagecraft-worker.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "control/net.h"
+#include "io/json_io.h"
+#include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/report.pb.h"
+
+extern char** environ;
+
+namespace stagecraft {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> linesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class CliRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "stagecraft-cli-run-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    // Each test keeps its local workers' state to itself, and finds no real worker.
+    fs::create_directories(dir_ / "runtime");
+    setenv("XDG_RUNTIME_DIR", (dir_ / "runtime").c_str(), 1);
+    unsetenv("STAGECRAFT_WORKER");
+    unsetenv("STAGECRAFT_FAKE_FAIL");
+  }
+  void TearDown() override {
+    // Whatever a failed test left running.
+    run({"cluster", "down", "--cluster", (dir_ / "duo.json").string(), "--grace", "1"});
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  RunResult run(const std::vector<std::string>& args) {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> storage{STAGECRAFT_CLI};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    RunResult result;
+    const auto started = Clock::now();
+    const int spawned = posix_spawn(&pid, STAGECRAFT_CLI, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+      ADD_FAILURE() << "cannot spawn " << STAGECRAFT_CLI;
+      return result;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(out);
+    result.err = slurp(err);
+    return result;
+  }
+
+  /// Two devices, a (fast) and b (half as fast), at loopback ports nothing listens on.
+  std::string writeDuo(bool with_addresses = true) {
+    v1::Cluster c;
+    c.set_name("duo");
+    const auto ports = control::freeLoopbackPorts(2);
+    const char* names[] = {"a", "b"};
+    const double gflops[] = {100, 50};
+    for (int i = 0; i < 2; ++i) {
+      auto* d = c.add_devices();
+      d->set_name(names[i]);
+      d->set_tier("edge");
+      d->set_gflops(gflops[i]);
+      d->set_memory_mb(4000);
+      d->set_bandwidth_mbps(1000);
+      if (with_addresses) d->set_address("127.0.0.1:" + std::to_string(ports[i]));
+    }
+    const fs::path path = dir_ / "duo.json";
+    std::ofstream(path) << io::toJson(c);
+    addresses_ = {c.devices(0).address(), c.devices(1).address()};
+    return path.string();
+  }
+
+  fs::path statePath() const { return dir_ / "runtime" / "stagecraft" / "duo.json"; }
+
+  fs::path dir_;
+  std::vector<std::string> addresses_;
+};
+
+#define EXPECT_ONE_LINE_FAILURE(result, status)                          \
+  do {                                                                   \
+    const RunResult& r_ = (result);                                      \
+    EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                 \
+    const auto lines_ = linesOf(r_.err);                                 \
+    ASSERT_EQ(lines_.size(), 1u) << r_.err;                              \
+    EXPECT_TRUE(lines_[0].starts_with("stagecraft-cli: ")) << lines_[0]; \
+  } while (false)
+
+TEST_F(CliRunTest, HelpOnEveryWorkerCommandExitsZero) {
+  const std::vector<std::vector<std::string>> commands = {{"cluster", "--help"},
+                                                          {"cluster", "up", "--help"},
+                                                          {"cluster", "down", "--help"},
+                                                          {"cluster", "status", "--help"},
+                                                          {"profile", "--help"},
+                                                          {"run", "--help"},
+                                                          {"help", "run"}};
+  for (const auto& command : commands) {
+    const RunResult r = run(command);
+    EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
+    EXPECT_TRUE(r.out.starts_with("Usage: stagecraft-cli ")) << r.out;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+  }
+  const RunResult top = run({"--help"});
+  for (const char* command : {"cluster", "profile", "run"}) EXPECT_TRUE(contains(top.out, command)) << command;
+  EXPECT_TRUE(contains(run({"run", "--help"}).out, "--local"));
+}
+
+TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
+  const std::string cluster = writeDuo();
+  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "5"});
+  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_TRUE(contains(r.err, "worker 'a' (" + addresses_[0] + ") is not reachable")) << r.err;
+  EXPECT_TRUE(contains(r.err, "run `stagecraft-cli cluster up --cluster " + cluster + "` first")) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CliRunTest, ProfileAgainstClosedPortsFailsFast) {
+  const RunResult r = run({"profile", "--cluster", writeDuo(), "--model", "mlp", "--json"});
+  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_TRUE(contains(r.err, "is not reachable")) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST_F(CliRunTest, StatusOfAClusterWithoutWorkersSaysSo) {
+  const RunResult r = run({"cluster", "status", "--cluster", writeDuo()});
+  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_TRUE(contains(r.err, "(+1 more)")) << r.err;
+  EXPECT_TRUE(contains(r.out, "unreachable")) << r.out;
+}
+
+TEST_F(CliRunTest, DeviceWithoutAddressAsksForClusterUp) {
+  const RunResult r = run({"run", "--cluster", writeDuo(false), "--model", "mlp", "--steps", "1"});
+  EXPECT_ONE_LINE_FAILURE(r, 2);
+  EXPECT_TRUE(contains(r.err, "device 'a' has no worker address")) << r.err;
+  EXPECT_TRUE(contains(r.err, "cluster up")) << r.err;
+}
+
+TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
+  const std::string c = writeDuo();
+  const std::vector<std::vector<std::string>> bad = {
+      {"run", "--cluster", c, "--model", "mlp"},  // no --steps
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "0"},
+      {"run", "--cluster", c, "--steps", "3"},  // no model, no plan
+      {"run", "--cluster", c, "--plan", "p.json", "--planner", "dp", "--steps", "3"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--no-profile", "--profile", "x.json"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--worker-binary", "/bin/true"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "mnist"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "imagenet"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--lr", "-1"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--lr", "fast"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--optimizer", "lbfgs"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--micro-batches", "1,x"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--seed", "-4"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--step-timeout", "0"},
+      {"run", "--cluster", c, "--model", "alexnet", "--steps", "3"},
+      {"profile", "--cluster", c},
+      {"profile", "--cluster", c, "--model", "mlp", "--micro-batches", "0"},
+      {"cluster"},
+      {"cluster", "sideways", "--cluster", c},
+      {"cluster", "up"},
+      {"cluster", "up", "--cluster", c, "--worker-binary", (dir_ / "no-such-worker").string()},
+      {"cluster", "up", "--cluster", c, "--worker-binary", "/bin/true", "--timeout", "soon"},
+      {"cluster", "down", "--cluster", "moon-base"},
+  };
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    SCOPED_TRACE(line);
+    const RunResult r = run(args);
+    EXPECT_ONE_LINE_FAILURE(r, 2);
+    EXPECT_LT(r.seconds, 5.0);
+  }
+}
+
+TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
+  const std::string cluster = writeDuo();
+  const RunResult up =
+      run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER, "--json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  v1::ClusterStatusReport report;
+  io::parseJson(up.out, report, "cluster up --json");
+  ASSERT_EQ(report.workers_size(), 2);
+  EXPECT_EQ(report.workers(0).address(), addresses_[0]);  // the ports of the cluster file
+  EXPECT_TRUE(report.workers(1).reachable());
+  EXPECT_GT(report.workers(1).pid(), 0);
+  EXPECT_DOUBLE_EQ(report.workers(1).info().emulation().slowdown(), 2);
+  EXPECT_TRUE(fs::exists(statePath()));
+
+  // Up twice is refused while the workers run.
+  EXPECT_ONE_LINE_FAILURE(run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER}), 2);
+
+  const RunResult status = run({"cluster", "status", "--cluster", cluster});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_TRUE(contains(status.out, "idle")) << status.out;
+
+  const fs::path profiles = dir_ / "profiles.json";
+  const RunResult profile =
+      run({"profile", "--cluster", cluster, "--model", "mlp", "--micro-batches", "2,8", "--out", profiles.string()});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  v1::ProfileSet set;
+  io::readJsonFile(profiles.string(), set);
+  ASSERT_EQ(set.devices_size(), 2);
+  EXPECT_EQ(set.devices(1).device(), "b");
+  EXPECT_EQ(set.devices(1).batches_size(), 2);
+  // The existing --profile flag of plan reads it.
+  EXPECT_EQ(run({"plan", "--cluster", cluster, "--model", "mlp", "--profile", profiles.string()}).exit_code, 0);
+
+  const RunResult train = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "6", "--batch", "16",
+                               "--microbatches", "4", "--json"});
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  v1::RunReport result;
+  io::parseJson(train.out, result, "run --json");
+  EXPECT_EQ(result.steps(), 6);
+  ASSERT_EQ(result.losses_size(), 6);
+  EXPECT_LT(result.losses(5), result.losses(0));
+  EXPECT_DOUBLE_EQ(result.final_loss(), result.losses(5));
+  EXPECT_GT(result.samples_per_second(), 0);
+  EXPECT_GT(result.predicted_samples_per_second(), 0);
+  EXPECT_TRUE(result.profiled());
+  EXPECT_EQ(result.plan().batch_size(), 16);
+  for (const char* key :
+       {"\"samples_per_second\"", "\"predicted_samples_per_second\"", "\"final_loss\"", "\"steps\"", "\"losses\""}) {
+    EXPECT_TRUE(contains(train.out, key)) << key;
+  }
+  // Progress went to stderr, a line per step when it is not a terminal.
+  EXPECT_TRUE(contains(train.err, "step 6/6")) << train.err;
+
+  const RunResult down = run({"cluster", "down", "--cluster", cluster});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_TRUE(contains(down.out, "Stopped 2 workers")) << down.out;
+  EXPECT_FALSE(fs::exists(statePath()));
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);
+}
+
+TEST_F(CliRunTest, RunLocalStartsWorkersForTheRunAndStopsThem) {
+  const std::string cluster = writeDuo();
+  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "3", "--local", "--worker-binary",
+                           STAGECRAFT_FAKE_WORKER, "--no-profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Trained mlp on duo for 3 steps")) << r.out;
+  EXPECT_TRUE(contains(r.out, "predicted")) << r.out;
+  EXPECT_FALSE(fs::exists(statePath()));
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);  // nothing left running
+}
+
+TEST_F(CliRunTest, WorkerErrorDuringRunNamesTheWorkerAndStopsTheLocalWorkers) {
+  const std::string cluster = writeDuo();
+  setenv("STAGECRAFT_FAKE_FAIL", "b@2", 1);
+  // Data parallel puts both devices to work, so b's error is in the run.
+  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "50", "--planner", "dp", "--local",
+                           "--worker-binary", STAGECRAFT_FAKE_WORKER});
+  unsetenv("STAGECRAFT_FAKE_FAIL");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = linesOf(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();
+  EXPECT_TRUE(contains(lines.back(), "failed: stage 0 diverged")) << lines.back();
+  EXPECT_FALSE(fs::exists(statePath()));
+}
+
+}  // namespace
+}  // namespace stagecraft

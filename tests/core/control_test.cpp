@@ -1,0 +1,738 @@
+// The coordinator against in-process fake workers on loopback: what it deploys, how it
+// folds telemetry into steps, and that failures end quickly with a message naming the
+// worker. LocalCluster against the fake worker as a process.
+#include <grpcpp/support/status.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "control/assignments.h"
+#include "control/coordinator.h"
+#include "control/local_cluster.h"
+#include "control/net.h"
+#include "control/telemetry.h"
+#include "cost/cost_model.h"
+#include "fake_worker.h"
+#include "io/error.h"
+#include "io/json_io.h"
+#include "planner/planner.h"
+#include "test_fixtures.h"
+
+namespace stagecraft {
+namespace {
+
+namespace fs = std::filesystem;
+using control::Coordinator;
+using control::CoordinatorOptions;
+using control::StepResult;
+using control::TelemetryAggregator;
+using control::TrainingOptions;
+using control::WorkerError;
+using std::chrono::milliseconds;
+using testing::FakeWorker;
+using testing::FakeWorkerScript;
+using testing::FakeWorkerServer;
+
+/// Fake workers d0, d1... on loopback and a cluster whose devices point at them.
+struct FakeCluster {
+  std::vector<std::unique_ptr<FakeWorkerServer>> servers;
+  Cluster cluster = testing::makeCluster({1});
+
+  FakeWorker& worker(int i) { return servers[i]->worker(); }
+};
+
+FakeCluster startFakes(const std::vector<double>& gflops, std::vector<FakeWorkerScript> scripts = {}) {
+  FakeCluster fakes;
+  scripts.resize(gflops.size());
+  v1::Cluster proto = testing::makeCluster(gflops).toProto();
+  for (size_t i = 0; i < gflops.size(); ++i) {
+    scripts[i].name = "d" + std::to_string(i);
+    fakes.servers.push_back(std::make_unique<FakeWorkerServer>(scripts[i]));
+    proto.mutable_devices(static_cast<int>(i))->set_address(fakes.servers.back()->address());
+  }
+  fakes.cluster = Cluster::fromProto(proto);
+  return fakes;
+}
+
+/// A hybrid plan over five devices: a two-member first stage whose member order is not
+/// the cluster's, a single-device middle stage, a two-member last stage.
+Plan hybridPlan() {
+  Plan plan;
+  plan.model = "uniform";
+  plan.cluster = "test";
+  plan.planner = "hand";
+  plan.batch_size = 16;
+  plan.microbatches = 4;  // micro-batches of 4 samples
+  plan.schedule = Schedule::OneFOneB;
+  plan.optimizer = Optimizer::Adam;
+  plan.stages = {{0, 2, {{1, 3}, {0, 1}}}, {2, 5, {{2, 4}}}, {5, 8, {{4, 1}, {3, 3}}}};
+  return plan;
+}
+
+CoordinatorOptions quickOptions() {
+  CoordinatorOptions options;
+  options.call_timeout = milliseconds(2000);
+  options.probe_after = milliseconds(200);
+  options.silence_limit = milliseconds(3000);
+  return options;
+}
+
+/// A port nothing listens on.
+int closedPort() { return control::freeLoopbackPorts(1).front(); }
+
+v1::TelemetryEvent iteration(const std::string& job, std::int64_t step, double loss, int samples, double ms) {
+  v1::TelemetryEvent e;
+  e.set_job(job);
+  e.mutable_iteration()->set_step(step);
+  e.mutable_iteration()->set_loss(loss);
+  e.mutable_iteration()->set_loss_samples(samples);
+  e.mutable_iteration()->set_iteration_ms(ms);
+  return e;
+}
+
+// ---------------------------------------------------------------- assignments
+
+TEST(ControlAssignments, HybridPlanGivesEachMemberItsStageGroupRankAndNeighbours) {
+  const ModelSpec model = testing::uniformLinearModel(8, 32);
+  v1::Cluster proto = testing::makeCluster({100, 90, 50, 20, 20}).toProto();
+  for (int d = 0; d < proto.devices_size(); ++d) {
+    proto.mutable_devices(d)->set_address("10.0.0." + std::to_string(d + 1) + ":5005" + std::to_string(d));
+  }
+  const Cluster cluster = Cluster::fromProto(proto);
+  TrainingOptions options;
+  options.job = "job-1";
+  options.lr = 0.003;
+  options.seed = 42;
+  options.start_step = 7;
+  const std::vector<int> ports = {29500, 29501, 29502};
+  const auto assignments = control::buildAssignments(hybridPlan(), model, cluster, options, ports);
+
+  // One per member, in stage then member order.
+  ASSERT_EQ(assignments.size(), 5u);
+  const std::vector<std::string> order = {"d1", "d0", "d2", "d4", "d3"};
+  const std::vector<int> stages = {0, 0, 1, 2, 2};
+  const std::vector<int> ranks = {0, 1, 0, 0, 1};
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const auto& a = assignments[i];
+    EXPECT_EQ(a.group(a.rank()).name(), order[i]) << i;
+    EXPECT_EQ(a.stage(), stages[i]) << i;
+    EXPECT_EQ(a.rank(), ranks[i]) << i;
+    EXPECT_EQ(a.stages(), 3);
+    EXPECT_EQ(a.job(), "job-1");
+    EXPECT_EQ(a.model().name(), "uniform");
+    EXPECT_EQ(a.model().layers_size(), 8);
+    EXPECT_EQ(a.batch_size(), 16);
+    EXPECT_EQ(a.microbatches(), 4);
+    EXPECT_EQ(a.schedule(), "1f1b");
+    EXPECT_EQ(a.optimizer().kind(), "adam");
+    EXPECT_DOUBLE_EQ(a.optimizer().lr(), 0.003);
+    EXPECT_EQ(a.data().kind(), "synthetic");
+    EXPECT_EQ(a.data().seed(), 42u);
+    EXPECT_EQ(a.seed(), 42u);
+    EXPECT_EQ(a.start_step(), 7);
+    EXPECT_FALSE(a.has_weights());
+  }
+
+  // Layer ranges and groups: members in the plan's order with addresses and shares.
+  const auto& first = assignments[0];
+  EXPECT_EQ(first.layer_begin(), 0);
+  EXPECT_EQ(first.layer_end(), 2);
+  ASSERT_EQ(first.group_size(), 2);
+  EXPECT_EQ(first.group(0).name(), "d1");
+  EXPECT_EQ(first.group(0).address(), "10.0.0.2:50051");
+  EXPECT_EQ(first.group(0).samples(), 3);
+  EXPECT_EQ(first.group(1).name(), "d0");
+  EXPECT_EQ(first.group(1).samples(), 1);
+  EXPECT_EQ(first.previous_size(), 0);
+  ASSERT_EQ(first.next_size(), 1);
+  EXPECT_EQ(first.next(0).name(), "d2");
+  EXPECT_EQ(first.next(0).samples(), 4);
+
+  const auto& middle = assignments[2];
+  EXPECT_EQ(middle.layer_begin(), 2);
+  EXPECT_EQ(middle.layer_end(), 5);
+  ASSERT_EQ(middle.previous_size(), 2);
+  EXPECT_EQ(middle.previous(0).name(), "d1");
+  EXPECT_EQ(middle.previous(1).name(), "d0");
+  ASSERT_EQ(middle.next_size(), 2);
+  EXPECT_EQ(middle.next(0).name(), "d4");
+  EXPECT_EQ(middle.next(0).samples(), 1);
+  EXPECT_EQ(middle.next(1).name(), "d3");
+  EXPECT_EQ(middle.next(1).address(), "10.0.0.4:50053");
+
+  const auto& last = assignments[4];
+  EXPECT_EQ(last.layer_begin(), 5);
+  EXPECT_EQ(last.layer_end(), 8);
+  EXPECT_EQ(last.next_size(), 0);
+  ASSERT_EQ(last.previous_size(), 1);
+  EXPECT_EQ(last.previous(0).name(), "d2");
+
+  // The store of a group is on its rank-0 member's host, one port per stage.
+  EXPECT_EQ(assignments[0].store_address(), "10.0.0.2:29500");
+  EXPECT_EQ(assignments[1].store_address(), "10.0.0.2:29500");
+  EXPECT_EQ(assignments[2].store_address(), "10.0.0.3:29501");
+  EXPECT_EQ(assignments[3].store_address(), "10.0.0.5:29502");
+  EXPECT_EQ(assignments[4].store_address(), "10.0.0.5:29502");
+}
+
+TEST(ControlAssignments, MemberWithoutAddressIsAnError) {
+  const ModelSpec model = testing::uniformLinearModel(8, 32);
+  const Cluster cluster = testing::makeCluster({100, 90, 50, 20, 20});  // no addresses
+  const std::vector<int> ports = {1, 2, 3};
+  try {
+    control::buildAssignments(hybridPlan(), model, cluster, TrainingOptions{}, ports);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'d1' has no worker address"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ControlAssignments, TrainingOptionsAreChecked) {
+  TrainingOptions options;
+  options.lr = 0;
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);
+  options.lr = 0.1;
+  options.data = "imagenet";
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);
+  options.data = "mnist";
+  options.data_path = "images.idx";
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);  // no labels
+  options.labels_path = "labels.idx";
+  EXPECT_NO_THROW(control::checkTrainingOptions(options));
+}
+
+TEST(ControlNet, SplitsHostAndPort) {
+  EXPECT_EQ(control::splitHostPort("127.0.0.1:50051")->port, 50051);
+  EXPECT_EQ(control::splitHostPort("edge-1.lan:7")->host, "edge-1.lan");
+  EXPECT_EQ(control::splitHostPort("[::1]:80")->host, "::1");
+  EXPECT_FALSE(control::splitHostPort("127.0.0.1"));
+  EXPECT_FALSE(control::splitHostPort("host:0"));
+  EXPECT_FALSE(control::splitHostPort("host:http"));
+  EXPECT_EQ(control::joinHostPort("::1", 5), "[::1]:5");
+}
+
+// ---------------------------------------------------------------- status messages
+
+TEST(ControlStatus, EachCodeReadsAsOneLineNamingTheWorker) {
+  const control::WorkerEndpoint w{"edge-1", "127.0.0.1:50052"};
+  const auto text = [&](grpc::StatusCode code, const std::string& message) {
+    return control::describeStatus(w, "Deploy", grpc::Status(code, message), milliseconds(5000));
+  };
+  EXPECT_EQ(text(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses"),
+            "worker 'edge-1' (127.0.0.1:50052) is not reachable");
+  EXPECT_EQ(text(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"),
+            "worker 'edge-1' (127.0.0.1:50052) did not answer Deploy within 5 s");
+  EXPECT_EQ(text(grpc::StatusCode::INVALID_ARGUMENT, "layer 9 out of range\nsee log"),
+            "worker 'edge-1' (127.0.0.1:50052) rejected Deploy: layer 9 out of range see log");
+  EXPECT_EQ(text(grpc::StatusCode::RESOURCE_EXHAUSTED, "needs 900 MB, has 512 MB"),
+            "worker 'edge-1' (127.0.0.1:50052) ran out of resources in Deploy: needs 900 MB, has 512 MB");
+  EXPECT_EQ(text(grpc::StatusCode::UNAVAILABLE, "peer 'edge-2' unreachable"),
+            "worker 'edge-1' (127.0.0.1:50052) cannot reach a peer during Deploy: peer 'edge-2' unreachable");
+  EXPECT_NE(text(grpc::StatusCode::UNIMPLEMENTED, "").find("does not implement Deploy"), std::string::npos);
+  EXPECT_NE(text(grpc::StatusCode::FAILED_PRECONDITION, "not deployed").find("not ready for Deploy"),
+            std::string::npos);
+}
+
+// ---------------------------------------------------------------- telemetry aggregation
+
+std::vector<control::TelemetryMember> members(const std::vector<bool>& last_stage) {
+  std::vector<control::TelemetryMember> out;
+  for (size_t i = 0; i < last_stage.size(); ++i) {
+    out.push_back({{"d" + std::to_string(i), "127.0.0.1:" + std::to_string(6000 + i)}, last_stage[i]});
+  }
+  return out;
+}
+
+TEST(ControlTelemetry, LossIsWeightedBySamplesOverLastStageMembers) {
+  TelemetryAggregator agg(members({false, true, true}), 32, "j");
+  // A first-stage member's loss, if it sent one, does not count.
+  EXPECT_TRUE(agg.add(0, iteration("j", 1, 99.0, 5, 10)).empty());
+  EXPECT_TRUE(agg.add(1, iteration("j", 1, 1.0, 24, 20)).empty());
+  const auto steps = agg.add(2, iteration("j", 1, 3.0, 8, 40));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 1);
+  EXPECT_DOUBLE_EQ(steps[0].loss, (1.0 * 24 + 3.0 * 8) / 32);
+  EXPECT_EQ(steps[0].loss_samples, 32);
+  EXPECT_DOUBLE_EQ(steps[0].iteration_ms, 40);
+  EXPECT_DOUBLE_EQ(steps[0].samples_per_second, 32 * 1000.0 / 40);
+}
+
+TEST(ControlTelemetry, StepCompletesOnlyWhenEveryMemberReportedIt) {
+  TelemetryAggregator agg(members({false, true}), 8, "j");
+  EXPECT_TRUE(agg.add(0, iteration("j", 1, 0, 0, 5)).empty());
+  EXPECT_TRUE(agg.add(0, iteration("j", 2, 0, 0, 5)).empty());  // the first stage runs ahead
+  EXPECT_EQ(agg.incompleteSteps(), (std::vector<std::int64_t>{1, 2}));
+  auto steps = agg.add(1, iteration("j", 1, 2.0, 8, 6));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 1);
+  steps = agg.add(1, iteration("j", 2, 1.5, 8, 6));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(steps[0].loss, 1.5);
+
+  // Events of another job are ignored; finished needs every member.
+  EXPECT_TRUE(agg.add(1, iteration("other", 3, 7, 8, 6)).empty());
+  v1::TelemetryEvent done;
+  done.set_job("j");
+  done.set_finished(true);
+  agg.add(0, done);
+  EXPECT_FALSE(agg.finished());
+  agg.add(1, done);
+  EXPECT_TRUE(agg.finished());
+}
+
+TEST(ControlTelemetry, ErrorEventAndDuplicateStepThrowNamingTheWorker) {
+  TelemetryAggregator agg(members({false, true}), 8, "j");
+  v1::TelemetryEvent error;
+  error.set_job("j");
+  error.set_error("CUDA out of memory");
+  try {
+    agg.add(1, error);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_STREQ(e.what(), "worker 'd1' (127.0.0.1:6001) failed: CUDA out of memory");
+  }
+  agg.add(0, iteration("j", 1, 0, 0, 1));
+  EXPECT_THROW(agg.add(0, iteration("j", 1, 0, 0, 1)), WorkerError);
+}
+
+// ---------------------------------------------------------------- coordinator over fakes
+
+TEST(ControlCoordinator, DescribeAndProfileEveryWorker) {
+  FakeCluster fakes = startFakes({100, 50, 25});
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  const auto infos = coordinator.describe();
+  ASSERT_EQ(infos.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(infos[i].name(), "d" + std::to_string(i));
+    EXPECT_EQ(infos[i].address(), fakes.servers[i]->address());
+  }
+
+  const ModelSpec model = testing::uniformLinearModel(6, 64);
+  const std::vector<int> sizes = {1, 4};
+  const v1::ProfileSet profiles = coordinator.profile(model, sizes);
+  ASSERT_EQ(profiles.devices_size(), 3);
+  EXPECT_EQ(profiles.devices(1).device(), "d1");
+  EXPECT_EQ(profiles.devices(1).model(), "uniform");
+  CostModel cost(model, fakes.cluster);
+  cost.setProfiles(profiles);
+  EXPECT_TRUE(cost.hasProfile(2));
+  EXPECT_GT(cost.forwardMs(0, 0, 6, 4), 0);
+}
+
+TEST(ControlCoordinator, DeploySendsEveryMemberItsAssignment) {
+  FakeCluster fakes = startFakes({100, 90, 50, 20, 20, 10});
+  const ModelSpec model = testing::uniformLinearModel(8, 32);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  TrainingOptions options;
+  options.seed = 5;
+  const auto replies = coordinator.deploy(hybridPlan(), model, options);
+  ASSERT_EQ(replies.size(), 5u);
+  EXPECT_FALSE(coordinator.job().empty());
+
+  // What each fake received is what buildAssignments made for it.
+  const std::vector<std::pair<int, int>> stage_rank = {{0, 1}, {0, 0}, {1, 0}, {2, 1}, {2, 0}};  // by device
+  std::set<std::string> stores;
+  for (int d = 0; d < 5; ++d) {
+    const auto a = fakes.worker(d).assignment();
+    ASSERT_TRUE(a) << "d" << d;
+    EXPECT_EQ(a->job(), coordinator.job());
+    EXPECT_EQ(a->stage(), stage_rank[d].first) << d;
+    EXPECT_EQ(a->rank(), stage_rank[d].second) << d;
+    EXPECT_EQ(a->group(a->rank()).name(), "d" + std::to_string(d));
+    EXPECT_EQ(a->group(a->rank()).address(), fakes.servers[d]->address());
+    EXPECT_EQ(a->seed(), 5u);
+    const auto store = control::splitHostPort(a->store_address());
+    ASSERT_TRUE(store) << a->store_address();
+    EXPECT_EQ(store->host, "127.0.0.1");
+    stores.insert(a->store_address());
+  }
+  EXPECT_EQ(stores.size(), 3u);                // one store per stage group
+  EXPECT_FALSE(fakes.worker(5).assignment());  // not in the plan
+}
+
+TEST(ControlCoordinator, HybridPlannerPlanDeploysOneAssignmentPerMember) {
+  FakeCluster fakes = startFakes({400, 100, 100, 30, 30});
+  const ModelSpec model = testing::uniformLinearModel(10, 512);
+  CostModel cost(model, fakes.cluster);
+  PlanRequest request;
+  request.batch_size = 32;
+  request.microbatches = 8;
+  const PlanOutcome outcome = makePlan(*makePlanner("hybrid"), cost, request);
+  ASSERT_TRUE(outcome.feasible) << outcome.reason;
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  coordinator.deploy(outcome.plan, model, TrainingOptions{});
+
+  const auto stage_of = outcome.plan.stageOfDevice(fakes.cluster.size());
+  for (int d = 0; d < fakes.cluster.size(); ++d) {
+    const auto a = fakes.worker(d).assignment();
+    if (stage_of[d] < 0) {
+      EXPECT_FALSE(a) << d;
+      continue;
+    }
+    ASSERT_TRUE(a) << d;
+    const Stage& stage = outcome.plan.stages[stage_of[d]];
+    EXPECT_EQ(a->stage(), stage_of[d]);
+    EXPECT_EQ(a->layer_begin(), stage.layer_begin);
+    EXPECT_EQ(a->layer_end(), stage.layer_end);
+    ASSERT_EQ(a->group_size(), static_cast<int>(stage.members.size()));
+    for (int r = 0; r < a->group_size(); ++r) {
+      EXPECT_EQ(a->group(r).name(), fakes.cluster.device(stage.members[r].device).name);
+      EXPECT_EQ(a->group(r).samples(), stage.members[r].samples);
+    }
+    EXPECT_EQ(a->group(a->rank()).name(), fakes.cluster.device(d).name);
+    EXPECT_EQ(a->previous_size(), stage_of[d] > 0 ? outcome.plan.stages[stage_of[d] - 1].members.size() : 0u);
+    EXPECT_EQ(a->next_size(),
+              stage_of[d] + 1 < outcome.plan.stageCount() ? outcome.plan.stages[stage_of[d] + 1].members.size() : 0u);
+  }
+}
+
+TEST(ControlCoordinator, TrainingFoldsTelemetryIntoWeightedSteps) {
+  // Last-stage members d3 (3 of 4 samples) and d4 (1 of 4): scripted losses 1.0 and 3.0.
+  std::vector<FakeWorkerScript> scripts(5);
+  const std::vector<double> iteration_ms = {10, 12, 30, 20, 25};
+  for (int d = 0; d < 5; ++d) {
+    scripts[d].iteration_ms = 1;
+    scripts[d].events = [d, ms = iteration_ms[d]](std::int64_t step, const v1::StageAssignment& a) {
+      const bool last = a.stage() + 1 == a.stages();
+      const int samples = a.group(a.rank()).samples() * a.microbatches();
+      const double loss = d == 3 ? 1.0 : 3.0;
+      return std::vector<v1::TelemetryEvent>{iteration(a.job(), step, last ? loss / step : 0, last ? samples : 0, ms)};
+    };
+  }
+  FakeCluster fakes = startFakes({100, 90, 50, 20, 20}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  coordinator.deploy(hybridPlan(), testing::uniformLinearModel(8, 32), TrainingOptions{});
+
+  std::vector<StepResult> seen;
+  control::TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const StepResult& s) { seen.push_back(s); };
+  const auto started = std::chrono::steady_clock::now();
+  const control::TrainingResult result = coordinator.train(4, callbacks);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+
+  EXPECT_FALSE(result.cancelled);
+  ASSERT_EQ(result.steps.size(), 4u);
+  ASSERT_EQ(seen.size(), 4u);
+  // d4 holds 1 sample of each micro-batch (4 per step), d3 holds 3 (12 per step).
+  for (int k = 0; k < 4; ++k) {
+    const StepResult& s = result.steps[k];
+    EXPECT_EQ(s.step, k + 1);
+    EXPECT_NEAR(s.loss, (1.0 * 12 + 3.0 * 4) / 16 / (k + 1), 1e-12);
+    EXPECT_EQ(s.loss_samples, 16);
+    EXPECT_DOUBLE_EQ(s.iteration_ms, 30);
+    EXPECT_DOUBLE_EQ(s.samples_per_second, 16 * 1000.0 / 30);
+    EXPECT_EQ(seen[k].step, s.step);
+  }
+  for (int d = 0; d < 5; ++d) EXPECT_EQ(fakes.worker(d).starts(), 1) << d;
+}
+
+TEST(ControlCoordinator, UnreachableWorkerFailsFastWithAClearMessage) {
+  FakeCluster fakes = startFakes({100});
+  v1::Cluster proto = testing::makeCluster({100, 50}).toProto();
+  proto.mutable_devices(0)->set_address(fakes.servers[0]->address());
+  const std::string dead = "127.0.0.1:" + std::to_string(closedPort());
+  proto.mutable_devices(1)->set_address(dead);
+  Coordinator coordinator(Cluster::fromProto(proto), quickOptions());
+
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    coordinator.describe();
+    FAIL() << "expected WorkerError";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_EQ(std::string(e.what()), "worker 'd1' (" + dead + ") is not reachable");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+
+  const auto probes = coordinator.probe();
+  EXPECT_TRUE(probes[0].reachable);
+  EXPECT_FALSE(probes[1].reachable);
+  EXPECT_NE(probes[1].error.find("not reachable"), std::string::npos);
+}
+
+TEST(ControlCoordinator, SlowWorkerHitsTheDeadline) {
+  std::vector<FakeWorkerScript> scripts(1);
+  scripts[0].describe_delay = milliseconds(1500);
+  FakeCluster fakes = startFakes({100}, scripts);
+  CoordinatorOptions options = quickOptions();
+  options.call_timeout = milliseconds(300);
+  Coordinator coordinator(fakes.cluster, options);
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    coordinator.describe();
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not answer Describe within 0.3 s"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(1200));
+}
+
+TEST(ControlCoordinator, WorkerReportingAnErrorAbortsTheRunAndStopsTheOthers) {
+  std::vector<FakeWorkerScript> scripts(5);
+  for (auto& s : scripts) s.iteration_ms = 5;
+  scripts[2].error_at_step = 3;
+  FakeCluster fakes = startFakes({100, 90, 50, 20, 20}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  coordinator.deploy(hybridPlan(), testing::uniformLinearModel(8, 32), TrainingOptions{});
+  std::vector<StepResult> seen;
+  control::TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const StepResult& s) { seen.push_back(s); };
+  try {
+    coordinator.train(50, callbacks);
+    FAIL() << "expected WorkerError";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d2");
+    EXPECT_EQ(std::string(e.what()),
+              "worker 'd2' (" + fakes.servers[2]->address() + ") failed: stage 1 diverged: loss is NaN at step 3");
+  }
+  EXPECT_LE(seen.size(), 2u);
+  for (int d = 0; d < 5; ++d) EXPECT_GE(fakes.worker(d).stops(), 1) << d;
+}
+
+TEST(ControlCoordinator, SilentWorkerIsAbortedByTheWatchdog) {
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[1].silent_from_step = 2;
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  CoordinatorOptions options = quickOptions();
+  options.silence_limit = milliseconds(600);
+  Coordinator coordinator(fakes.cluster, options);
+  Plan plan = hybridPlan();
+  plan.optimizer = Optimizer::Sgd;
+  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    coordinator.train(20);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_NE(std::string(e.what()).find("sent no telemetry for 1 s (last step 1)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
+TEST(ControlCoordinator, SilentWorkerThatLostTheJobIsCaughtByHeartbeat) {
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[1].silent_from_step = 2;
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  CoordinatorOptions options = quickOptions();
+  options.probe_after = milliseconds(100);
+  options.silence_limit = milliseconds(10000);
+  Coordinator coordinator(fakes.cluster, options);
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
+  const ModelSpec model = testing::uniformLinearModel(8, 32);
+  coordinator.deploy(plan, model, TrainingOptions{});
+  std::thread intruder([&] {
+    // Another coordinator takes d1 over while it is quiet.
+    std::this_thread::sleep_for(milliseconds(50));
+    v1::StageAssignment other = *fakes.worker(1).assignment();
+    other.set_job("someone-else");
+    grpc::ServerContext* none = nullptr;
+    v1::DeployReply reply;
+    fakes.worker(1).Deploy(none, &other, &reply);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    coordinator.train(1000);
+    ADD_FAILURE() << "expected WorkerError";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_NE(std::string(e.what()).find("no longer runs job"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("someone-else"), std::string::npos) << e.what();
+  }
+  // Caught by the heartbeat while d0 is still busy reporting steps, not after d0 is done.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  intruder.join();
+}
+
+TEST(ControlCoordinator, StepAWorkerNeverReportedEndsTheRunInsteadOfHanging) {
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[1].events = [](std::int64_t step, const v1::StageAssignment& a) {
+    if (step == 2) return std::vector<v1::TelemetryEvent>{};  // dropped on the way
+    return std::vector<v1::TelemetryEvent>{testing::defaultIteration(step, a, 1)};
+  };
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  try {
+    coordinator.train(4);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1");
+    EXPECT_NE(std::string(e.what()).find("finished without reporting step 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ControlCoordinator, StreamThatEndsEarlyAbortsTheRun) {
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[0].close_at_step = 3;
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  try {
+    coordinator.train(20);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d0");
+    EXPECT_NE(std::string(e.what()).find("closed its telemetry stream after step 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ControlCoordinator, WorkerThatGoesAwayMidRunIsNamed) {
+  std::vector<FakeWorkerScript> scripts(2);
+  for (auto& s : scripts) s.iteration_ms = 20;
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  std::thread killer([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    fakes.servers[1]->shutdown();
+  });
+  try {
+    coordinator.train(1000);
+    ADD_FAILURE() << "expected WorkerError";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.worker(), "d1") << e.what();
+  }
+  killer.join();
+}
+
+TEST(ControlCoordinator, CancelFlagStopsEveryWorker) {
+  std::vector<FakeWorkerScript> scripts(2);
+  for (auto& s : scripts) s.iteration_ms = 5;
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  Plan plan = hybridPlan();
+  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  std::atomic<bool> cancel{false};
+  control::TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const StepResult& s) {
+    if (s.step == 3) cancel = true;
+  };
+  const auto result = coordinator.train(10000, callbacks, &cancel);
+  EXPECT_TRUE(result.cancelled);
+  EXPECT_GE(result.steps.size(), 3u);
+  EXPECT_EQ(fakes.worker(0).stops(), 1);
+  EXPECT_EQ(fakes.worker(1).stops(), 1);
+}
+
+// ---------------------------------------------------------------- local clusters
+
+class LocalClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "stagecraft-local-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    // Workers a failed test left behind.
+    if (auto left = control::LocalCluster::find("trio", dir_.string())) left->stop(milliseconds(1000));
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+TEST_F(LocalClusterTest, StartsOneWorkerPerDeviceKeepingRelativeSpeedsAndStopsThem) {
+  v1::Cluster proto = testing::makeCluster({400, 100, 50}, 2048, 100).toProto();
+  proto.set_name("trio");
+  const int port = closedPort();
+  proto.mutable_devices(0)->set_address("127.0.0.1:" + std::to_string(port));  // kept
+  // d1 has no address and d2 repeats d0's port: both get free ports.
+  proto.mutable_devices(2)->set_address("10.1.1.1:" + std::to_string(port));
+  const Cluster cluster = Cluster::fromProto(proto);
+
+  control::LocalClusterOptions options;
+  options.worker_binary = STAGECRAFT_FAKE_WORKER;
+  options.state_directory = dir_.string();
+  options.startup_timeout = milliseconds(20000);
+  control::LocalCluster local = control::LocalCluster::start(cluster, "", options);
+  EXPECT_EQ(local.statePath(), (dir_ / "trio.json").string());
+  ASSERT_TRUE(fs::exists(local.statePath()));
+  ASSERT_EQ(local.state().workers_size(), 3);
+  EXPECT_EQ(local.state().workers(0).address(), "127.0.0.1:" + std::to_string(port));
+  EXPECT_NE(local.state().workers(2).address(), local.state().workers(0).address());
+
+  // Another process finds them through the state file.
+  auto found = control::LocalCluster::find("trio", dir_.string());
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(found->anyAlive());
+  EXPECT_TRUE(found->deadWorkers().empty());
+
+  Coordinator coordinator(found->apply(cluster), quickOptions());
+  const auto infos = coordinator.describe();
+  EXPECT_EQ(infos[0].name(), "d0");
+  EXPECT_DOUBLE_EQ(infos[0].emulation().slowdown(), 1);
+  EXPECT_DOUBLE_EQ(infos[1].emulation().slowdown(), 4);
+  EXPECT_DOUBLE_EQ(infos[2].emulation().slowdown(), 8);
+  EXPECT_DOUBLE_EQ(infos[2].emulation().bandwidth_mbps(), 100);
+  EXPECT_DOUBLE_EQ(infos[2].emulation().memory_mb(), 2048);
+
+  // Starting it twice is refused while it runs.
+  EXPECT_THROW(control::LocalCluster::start(cluster, "", options), Error);
+
+  found->stop(milliseconds(3000));
+  EXPECT_FALSE(local.anyAlive());
+  EXPECT_FALSE(fs::exists(local.statePath()));
+}
+
+TEST_F(LocalClusterTest, WorkerThatExitsAtOnceIsReportedWithItsLog) {
+  const Cluster cluster = testing::makeCluster({100});
+  control::LocalClusterOptions options;
+  options.worker_binary = "/bin/false";
+  options.state_directory = dir_.string();
+  try {
+    control::LocalCluster::start(cluster, "", options);
+    FAIL();
+  } catch (const WorkerError& e) {
+    EXPECT_NE(std::string(e.what()).find("worker 'd0'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exited before answering Describe"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "test.json"));
+}
+
+TEST_F(LocalClusterTest, WorkerBinaryIsFoundOrTheErrorSaysWhere) {
+  EXPECT_EQ(control::findWorkerBinary(STAGECRAFT_FAKE_WORKER, ""), STAGECRAFT_FAKE_WORKER);
+  EXPECT_THROW(control::findWorkerBinary((dir_ / "nope").string(), ""), Error);
+
+  // Next to the CLI, in an installed layout.
+  fs::create_directories(dir_ / "bin");
+  fs::copy_file("/bin/true", dir_ / "bin" / "stagecraft-worker");
+  const std::string cli = (dir_ / "bin" / "stagecraft-cli").string();
+  unsetenv("STAGECRAFT_WORKER");
+  EXPECT_EQ(control::findWorkerBinary("", cli), (dir_ / "bin" / "stagecraft-worker").string());
+
+  // The environment wins over the neighbourhood.
+  setenv("STAGECRAFT_WORKER", STAGECRAFT_FAKE_WORKER, 1);
+  EXPECT_EQ(control::findWorkerBinary("", cli), STAGECRAFT_FAKE_WORKER);
+  unsetenv("STAGECRAFT_WORKER");
+
+  const std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", dir_.c_str(), 1);
+  try {
+    control::findWorkerBinary("", (dir_ / "elsewhere" / "stagecraft-cli").string());
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot find stagecraft-worker"), std::string::npos) << e.what();
+  }
+  setenv("PATH", saved_path.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -1,0 +1,254 @@
+#include "fake_worker.h"
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/server_context.h>
+
+#include <stdexcept>
+
+#include "model/model_spec.h"
+
+namespace stagecraft::testing {
+
+v1::TelemetryEvent defaultIteration(std::int64_t step, const v1::StageAssignment& assignment, double iteration_ms) {
+  v1::TelemetryEvent event;
+  event.set_worker(assignment.group_size() > assignment.rank() ? assignment.group(assignment.rank()).name() : "");
+  event.set_job(assignment.job());
+  auto* it = event.mutable_iteration();
+  it->set_step(step);
+  if (assignment.stage() + 1 == assignment.stages()) {
+    const int samples = assignment.group(assignment.rank()).samples() * assignment.microbatches();
+    it->set_loss(2.0 / (1.0 + 0.1 * static_cast<double>(step)));
+    it->set_loss_samples(samples);
+  }
+  it->set_iteration_ms(iteration_ms);
+  it->set_busy_fraction(0.5);
+  return event;
+}
+
+FakeWorker::FakeWorker(FakeWorkerScript script) : script_(std::move(script)) {}
+
+FakeWorker::~FakeWorker() {
+  stopping_ = true;
+  if (trainer_.joinable()) trainer_.join();
+}
+
+grpc::Status FakeWorker::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* info) {
+  if (script_.describe_delay.count() > 0) std::this_thread::sleep_for(script_.describe_delay);
+  info->set_name(script_.name);
+  info->set_tier(script_.tier);
+  info->set_address(address_);
+  info->set_cores(1);
+  info->set_memory_mb(script_.memory_mb);
+  info->set_measured_gflops(100.0 / script_.slowdown);
+  info->set_version("fake");
+  info->mutable_emulation()->set_slowdown(script_.slowdown);
+  info->mutable_emulation()->set_bandwidth_mbps(script_.bandwidth_mbps);
+  info->mutable_emulation()->set_memory_mb(script_.memory_mb);
+  std::lock_guard lock(mutex_);
+  info->set_state(trainer_.joinable() && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
+  info->set_job(assignment_ ? assignment_->job() : "");
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Profile(grpc::ServerContext*, const v1::ProfileRequest* request, v1::DeviceProfile* reply) {
+  std::optional<ModelSpec> parsed;
+  try {
+    parsed = ModelSpec::fromProto(request->model());
+  } catch (const std::exception& e) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e.what());
+  }
+  const ModelSpec& model = *parsed;
+  reply->set_device(script_.name);
+  reply->set_model(model.name());
+  // As if the machine did 100 GFLOP/s, slowed down as asked.
+  for (int b : request->micro_batches()) {
+    auto* batch = reply->add_batches();
+    batch->set_micro_batch(b);
+    for (int l = 0; l < model.layerCount(); ++l) {
+      auto* t = batch->add_layers();
+      t->set_layer(l);
+      t->set_forward_ms(model.forwardFlops(l, l + 1) * b / 1e8 * script_.slowdown);
+      t->set_backward_ms(model.backwardFlops(l, l + 1) * b / 1e8 * script_.slowdown);
+      t->set_peak_memory_mb(model.savedBytes(l, l + 1) * b / (1024.0 * 1024.0));
+    }
+  }
+  std::lock_guard lock(mutex_);
+  ++profiles_;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Deploy(grpc::ServerContext*, const v1::StageAssignment* assignment, v1::DeployReply* reply) {
+  if (assignment->rank() < 0 || assignment->rank() >= assignment->group_size()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
+  }
+  std::lock_guard lock(mutex_);
+  assignment_ = *assignment;
+  reply->set_memory_mb(1);
+  reply->set_parameters(1000);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply*) {
+  std::unique_lock lock(mutex_);
+  if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
+  if (request->job() != assignment_->job()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "job '" + request->job() + "' is not deployed");
+  }
+  if (trainer_.joinable()) {
+    stopping_ = true;
+    std::thread previous = std::move(trainer_);
+    lock.unlock();
+    previous.join();
+    lock.lock();
+  }
+  stopping_ = false;
+  ++starts_;
+  const std::int64_t first = assignment_->start_step() + 1;
+  trainer_ =
+      std::thread([this, first, last = assignment_->start_step() + request->iterations()] { train(first, last); });
+  return grpc::Status::OK;
+}
+
+void FakeWorker::train(std::int64_t first, std::int64_t last) {
+  v1::StageAssignment assignment;
+  {
+    std::lock_guard lock(mutex_);
+    assignment = *assignment_;
+  }
+  for (std::int64_t step = first; step <= last && !stopping_; ++step) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(script_.iteration_ms));
+    if (stopping_) return;
+    if (step == script_.silent_from_step) return;
+    if (step == script_.close_at_step) {
+      std::lock_guard lock(mutex_);
+      close_streams_ = true;
+      changed_.notify_all();
+      return;
+    }
+    if (step == script_.error_at_step) {
+      v1::TelemetryEvent error;
+      error.set_worker(script_.name);
+      error.set_job(assignment.job());
+      error.set_error("stage " + std::to_string(assignment.stage()) + " diverged: loss is NaN at step " +
+                      std::to_string(step));
+      publish(error);
+      return;
+    }
+    const auto events = script_.events
+                            ? script_.events(step, assignment)
+                            : std::vector<v1::TelemetryEvent>{defaultIteration(step, assignment, script_.iteration_ms)};
+    for (const auto& e : events) publish(e);
+    step_ = step;
+  }
+  v1::TelemetryEvent done;
+  done.set_worker(script_.name);
+  done.set_job(assignment.job());
+  done.set_finished(true);
+  publish(done);
+}
+
+void FakeWorker::publish(const v1::TelemetryEvent& event) {
+  std::lock_guard lock(mutex_);
+  for (auto* queue : subscribers_) queue->push_back(event);
+  changed_.notify_all();
+}
+
+grpc::Status FakeWorker::Stop(grpc::ServerContext*, const v1::StopRequest*, v1::StopReply* reply) {
+  stopping_ = true;
+  std::thread trainer;
+  {
+    std::lock_guard lock(mutex_);
+    ++stops_;
+    trainer = std::move(trainer_);
+  }
+  if (trainer.joinable()) trainer.join();
+  reply->set_step(step_);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
+                                   grpc::ServerWriter<v1::TelemetryEvent>* writer) {
+  std::deque<v1::TelemetryEvent> queue;
+  {
+    std::lock_guard lock(mutex_);
+    subscribers_.push_back(&queue);
+  }
+  writer->SendInitialMetadata();
+  std::unique_lock lock(mutex_);
+  while (!context->IsCancelled() && !shutdown_ && !close_streams_) {
+    changed_.wait_for(lock, std::chrono::milliseconds(20),
+                      [&] { return !queue.empty() || shutdown_ || close_streams_; });
+    while (!queue.empty()) {
+      v1::TelemetryEvent event = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
+      const bool ok = writer->Write(event);
+      lock.lock();
+      if (!ok) break;
+    }
+  }
+  std::erase(subscribers_, &queue);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+  std::lock_guard lock(mutex_);
+  reply->set_state(assignment_ ? "deployed" : "idle");
+  reply->set_step(step_);
+  reply->set_job(assignment_ ? assignment_->job() : "");
+  return grpc::Status::OK;
+}
+
+void FakeWorker::shutdown() {
+  stopping_ = true;
+  std::lock_guard lock(mutex_);
+  shutdown_ = true;
+  changed_.notify_all();
+}
+
+std::optional<v1::StageAssignment> FakeWorker::assignment() const {
+  std::lock_guard lock(mutex_);
+  return assignment_;
+}
+
+int FakeWorker::starts() const {
+  std::lock_guard lock(mutex_);
+  return starts_;
+}
+
+int FakeWorker::stops() const {
+  std::lock_guard lock(mutex_);
+  return stops_;
+}
+
+int FakeWorker::profiles() const {
+  std::lock_guard lock(mutex_);
+  return profiles_;
+}
+
+FakeWorkerServer::FakeWorkerServer(FakeWorkerScript script, int port)
+    : worker_(std::make_unique<FakeWorker>(std::move(script))) {
+  grpc::ServerBuilder builder;
+  int selected = 0;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
+  builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);
+  builder.SetMaxSendMessageSize(512 * 1024 * 1024);
+  builder.RegisterService(worker_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || selected == 0)
+    throw std::runtime_error("fake worker cannot listen on 127.0.0.1:" + std::to_string(port));
+  address_ = "127.0.0.1:" + std::to_string(selected);
+  worker_->setAddress(address_);
+}
+
+FakeWorkerServer::~FakeWorkerServer() { shutdown(); }
+
+void FakeWorkerServer::shutdown() {
+  if (down_) return;
+  down_ = true;
+  worker_->shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+}
+
+}  // namespace stagecraft::testing

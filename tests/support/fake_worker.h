@@ -1,0 +1,107 @@
+#pragma once
+
+// A stand-in for stagecraft-worker that speaks the Worker protocol without LibTorch:
+// it records what the coordinator sends and streams scripted telemetry, so the
+// coordinator and the CLI can be tested on loopback in milliseconds.
+
+#include <grpcpp/server.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stagecraft/v1/worker.grpc.pb.h"
+
+namespace stagecraft::testing {
+
+struct FakeWorkerScript {
+  std::string name = "fake";
+  std::string tier = "edge";
+  double slowdown = 1;
+  double bandwidth_mbps = 0;
+  double memory_mb = 1024;
+  /// Reported as each step's iteration time; the fake also waits this long per step.
+  double iteration_ms = 2;
+  /// Telemetry for `step`; the default reports an iteration whose loss (last stage only)
+  /// falls with the step and covers this member's samples.
+  std::function<std::vector<v1::TelemetryEvent>(std::int64_t step, const v1::StageAssignment&)> events;
+  std::int64_t error_at_step = -1;     ///< sends an error event instead of this step
+  std::int64_t silent_from_step = -1;  ///< sends nothing from this step on (a hung worker)
+  std::int64_t close_at_step = -1;     ///< ends its telemetry stream at this step
+  std::chrono::milliseconds describe_delay{0};
+};
+
+/// The default telemetry of `step`: one IterationReport.
+v1::TelemetryEvent defaultIteration(std::int64_t step, const v1::StageAssignment& assignment, double iteration_ms);
+
+class FakeWorker final : public v1::Worker::Service {
+ public:
+  explicit FakeWorker(FakeWorkerScript script);
+  ~FakeWorker() override;
+
+  grpc::Status Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo*) override;
+  grpc::Status Profile(grpc::ServerContext*, const v1::ProfileRequest*, v1::DeviceProfile*) override;
+  grpc::Status Deploy(grpc::ServerContext*, const v1::StageAssignment*, v1::DeployReply*) override;
+  grpc::Status Start(grpc::ServerContext*, const v1::StartRequest*, v1::StartReply*) override;
+  grpc::Status Stop(grpc::ServerContext*, const v1::StopRequest*, v1::StopReply*) override;
+  grpc::Status Telemetry(grpc::ServerContext*, const v1::TelemetryRequest*,
+                         grpc::ServerWriter<v1::TelemetryEvent>*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply*) override;
+
+  void setAddress(std::string address) { address_ = std::move(address); }
+  /// Ends every Telemetry call, for a server shutting down.
+  void shutdown();
+
+  std::optional<v1::StageAssignment> assignment() const;
+  int starts() const;
+  int stops() const;
+  int profiles() const;
+
+ private:
+  void train(std::int64_t first, std::int64_t last);
+  void publish(const v1::TelemetryEvent& event);
+  void finishTraining();
+
+  FakeWorkerScript script_;
+  std::string address_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<v1::StageAssignment> assignment_;
+  std::vector<std::deque<v1::TelemetryEvent>*> subscribers_;
+  std::thread trainer_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::int64_t> step_{0};
+  bool shutdown_ = false;
+  bool close_streams_ = false;
+  int starts_ = 0;
+  int stops_ = 0;
+  int profiles_ = 0;
+};
+
+/// A FakeWorker served on 127.0.0.1:`port` (0: a free one).
+class FakeWorkerServer {
+ public:
+  explicit FakeWorkerServer(FakeWorkerScript script, int port = 0);
+  ~FakeWorkerServer();
+  std::string address() const { return address_; }
+  FakeWorker& worker() { return *worker_; }
+  void shutdown();
+  void wait() { server_->Wait(); }
+
+ private:
+  std::unique_ptr<FakeWorker> worker_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  bool down_ = false;
+};
+
+}  // namespace stagecraft::testing

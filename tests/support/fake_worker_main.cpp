@@ -1,0 +1,68 @@
+// stagecraft-fake-worker: the test FakeWorker as a process, with stagecraft-worker's
+// command line, so LocalCluster and `stagecraft-cli cluster up / run --local` can be
+// tested without LibTorch. STAGECRAFT_FAKE_FAIL=<device>@<step> makes that device report
+// an error at that step; STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "fake_worker.h"
+
+int main(int argc, char** argv) {
+  stagecraft::testing::FakeWorkerScript script;
+  script.iteration_ms = 5;
+  std::string listen = "127.0.0.1:0";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    if (flag == "--listen")
+      listen = value;
+    else if (flag == "--name")
+      script.name = value;
+    else if (flag == "--tier")
+      script.tier = value;
+    else if (flag == "--slowdown")
+      script.slowdown = std::stod(value);
+    else if (flag == "--bandwidth-mbps")
+      script.bandwidth_mbps = std::stod(value);
+    else if (flag == "--memory-mb")
+      script.memory_mb = std::stod(value);
+    else if (flag == "--threads")
+      continue;
+    else {
+      std::cerr << "stagecraft-fake-worker: unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  if (const char* ms = std::getenv("STAGECRAFT_FAKE_STEP_MS")) script.iteration_ms = std::atof(ms);
+  if (const char* fail = std::getenv("STAGECRAFT_FAKE_FAIL")) {
+    const std::string spec = fail;
+    const auto at = spec.find('@');
+    if (at != std::string::npos && spec.substr(0, at) == script.name)
+      script.error_at_step = std::atoll(spec.c_str() + at + 1);
+  }
+  const auto colon = listen.rfind(':');
+  const int port = std::atoi(listen.c_str() + colon + 1);
+
+  // Signals are taken by sigwait below, not by gRPC's threads.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    stagecraft::testing::FakeWorkerServer server(script, port);
+    std::cout << "stagecraft-fake-worker " << script.name << " listening on " << server.address() << std::endl;
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cout << "stagecraft-fake-worker " << script.name << ": signal " << signal << ", shutting down" << std::endl;
+    server.shutdown();
+  } catch (const std::exception& e) {
+    std::cerr << "stagecraft-fake-worker: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}
