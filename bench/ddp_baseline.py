@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""PyTorch DistributedDataParallel (Gloo) on the same CPU quotas as the Stagecraft workers.
+
+Each rank joins its own cgroup-v1 CPU quota before it starts (run as root), takes an equal
+share of the global batch, as DDP does, and trains the same zoo model on random data with
+SGD. Prints one JSON object: {"samples_per_second", "iteration_ms", "ranks", "batch"}.
+
+    /usr/bin/python3 bench/ddp_baseline.py --model mlp --batch 64 --steps 10 \
+        --cgroups sc-bench-0,sc-bench-1,sc-bench-2,sc-bench-3
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+def mlp():
+    layers, width = [], 1024
+    for _ in range(7):
+        layers += [nn.Linear(width, 2048), nn.ReLU()]
+        width = 2048
+    layers.append(nn.Linear(2048, 10))
+    return nn.Sequential(*layers), (1024,)
+
+
+def vgg11():
+    cfg = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
+    layers, channels = [], 3
+    for c in cfg:
+        if c == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(channels, c, 3, padding=1), nn.ReLU()]
+            channels = c
+    layers += [nn.Flatten(), nn.Linear(512, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+               nn.Linear(4096, 10)]
+    return nn.Sequential(*layers), (3, 32, 32)
+
+
+MODELS = {"mlp": mlp, "vgg11": vgg11}
+
+
+def join_cgroup(name):
+    if name:
+        with open(f"/sys/fs/cgroup/cpu/{name}/tasks", "w") as tasks:
+            tasks.write(str(os.getpid()))
+
+
+def rank_main(rank, args, cgroups, port, results):
+    join_cgroup(cgroups[rank] if cgroups else "")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.ranks)
+    torch.manual_seed(args.seed)
+    model, shape = MODELS[args.model]()
+    ddp = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    share = args.batch // args.ranks
+    inputs = torch.randn(share, *shape)
+    labels = torch.randint(0, 10, (share,))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(ddp(inputs), labels).backward()
+        optimizer.step()
+
+    for _ in range(args.warmup):
+        step()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    if rank == 0:
+        results.put(elapsed)
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--port", type=int, default=29517)
+    parser.add_argument("--cgroups", default="", help="comma-separated cgroup-v1 cpu groups, one per rank")
+    args = parser.parse_args()
+    cgroups = [c for c in args.cgroups.split(",") if c]
+    if cgroups and len(cgroups) != args.ranks:
+        parser.error("--cgroups needs one group per rank")
+    if args.batch % args.ranks:
+        parser.error("--batch must divide evenly over the ranks, as DDP requires")
+    ctx = mp.get_context("spawn")
+    results = ctx.SimpleQueue()
+    mp.start_processes(rank_main, args=(args, cgroups, args.port, results), nprocs=args.ranks,
+                       start_method="spawn", join=True)
+    elapsed = results.get()
+    per_step = elapsed / args.steps
+    print(json.dumps({"samples_per_second": args.batch / per_step, "iteration_ms": per_step * 1000,
+                      "ranks": args.ranks, "batch": args.batch, "model": args.model}))
+
+
+if __name__ == "__main__":
+    main()
