@@ -160,13 +160,18 @@ void WorkerNode::start(const v1::StartRequest& request) {
   if (request.iterations() < 0) {
     throw WorkerError(ErrorCode::InvalidArgument, "iterations is negative");
   }
-  joinTrainer();
-  std::lock_guard lock(mutex_);
-  if (!request.job().empty() && request.job() != job_) {
-    throw WorkerError(ErrorCode::FailedPrecondition,
-                      "job '" + request.job() + "' is not deployed here (job '" + job_ + "' is)");
+  {
+    std::lock_guard lock(mutex_);
+    if (!request.job().empty() && request.job() != job_) {
+      throw WorkerError(ErrorCode::FailedPrecondition,
+                        "job '" + request.job() + "' is not deployed here (job '" + job_ + "' is)");
+    }
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "already training job '" + job_ + "'");
+    }
   }
-  if (state_ == State::Training) throw WorkerError(ErrorCode::FailedPrecondition, "already training job '" + job_ + "'");
+  joinTrainer();  // the last run's thread, already done
+  std::lock_guard lock(mutex_);
   runtime->arm();
   state_ = State::Training;
   trainer_ = std::thread([this, runtime, iterations = request.iterations()] { train(runtime, iterations); });
@@ -176,28 +181,29 @@ void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t itera
   const std::string job = runtime->layout().job;
   hub_.log(job, "training " + (iterations > 0 ? std::to_string(iterations) + " iterations" : std::string("until stopped")) +
                     " from step " + std::to_string(runtime->step()));
-  bool clean = false;
+  v1::TelemetryEvent outcome;
+  outcome.set_job(job);
   try {
     runtime->run(iterations);
-    clean = true;
-    v1::TelemetryEvent done;
-    done.set_job(job);
-    done.set_finished(true);
-    hub_.publish(std::move(done));
+    outcome.set_finished(true);
   } catch (const WorkerError& e) {
     if (e.code() == ErrorCode::Aborted) {
-      hub_.log(job, "stopped at step " + std::to_string(runtime->step()));
+      outcome.set_log("stopped at step " + std::to_string(runtime->step()));
     } else {
-      hub_.error(job, describeError(std::current_exception()));
+      outcome.set_error(describeError(std::current_exception()));
     }
   } catch (...) {
-    hub_.error(job, describeError(std::current_exception()));
+    outcome.set_error(describeError(std::current_exception()));
   }
   // After a failure or a stop the inbox may hold slices of the unfinished step and is
   // aborted: start afresh so a later Start can run.
-  if (!clean) inbox_.open(job);
-  std::lock_guard lock(mutex_);
-  if (runtime_ == runtime) state_ = State::Deployed;
+  if (!outcome.finished()) inbox_.open(job);
+  {
+    // Ready for the next Start before anyone hears that this run ended.
+    std::lock_guard lock(mutex_);
+    if (runtime_ == runtime) state_ = State::Deployed;
+  }
+  hub_.publish(std::move(outcome));
 }
 
 v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
