@@ -16,16 +16,9 @@
 #include <utility>
 
 namespace stagecraft {
-namespace {
 
-struct Op {
-  EventKind kind = EventKind::Invalid;
-  int micro_batch = 0;
-};
-
-/// The compute order of every member of stage `stage` out of `stages`.
-std::vector<Op> scheduleOps(Schedule schedule, int stage, int stages, int microbatches) {
-  std::vector<Op> ops;
+std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, int microbatches) {
+  std::vector<ScheduledOp> ops;
   ops.reserve(2 * static_cast<size_t>(microbatches));
   if (schedule == Schedule::GPipe) {
     for (int m = 0; m < microbatches; ++m) ops.push_back({EventKind::Forward, m});
@@ -46,6 +39,10 @@ std::vector<Op> scheduleOps(Schedule schedule, int stage, int stages, int microb
   for (int m = microbatches - warmup; m < microbatches; ++m) ops.push_back({EventKind::Backward, m});
   return ops;
 }
+
+namespace {
+
+using Op = ScheduledOp;
 
 /// A transfer repeated for every micro-batch: activations of a boundary overlap going
 /// forward, or the matching gradients going back.

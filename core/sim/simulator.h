@@ -33,6 +33,16 @@ struct SimulationResult {
   std::vector<TimelineEvent> timeline;    ///< sorted by start time
 };
 
+/// One compute op of a stage member: the forward or the backward of a micro-batch.
+struct ScheduledOp {
+  EventKind kind = EventKind::Invalid;  ///< Forward or Backward
+  int micro_batch = 0;
+};
+
+/// The compute order of every member of stage `stage` out of `stages` (see simulate for
+/// the two schedules). The simulator and the worker's runtime both run exactly this order.
+std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, int microbatches);
+
 /// Executes one training iteration of a valid plan event by event: every device
 /// computes its share of each micro-batch in the schedule's order (1F1B or GPipe), every
 /// directed link carries one transfer at a time, each stage group all-reduces its

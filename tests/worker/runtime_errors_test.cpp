@@ -1,0 +1,229 @@
+// Bad input and broken peers: precise status codes, error events within seconds, no hangs.
+#include "model/zoo.h"
+#include "runtime_test_driver.h"
+
+namespace stagecraft::worker::testing {
+namespace {
+
+v1::StageAssignment wholeModel(const std::string& model_name, WorkerProcess& w) {
+  v1::StageAssignment a;
+  a.set_job("errors");
+  *a.mutable_model() = zooModel(model_name);
+  a.set_stage(0);
+  a.set_stages(1);
+  a.set_layer_begin(0);
+  a.set_layer_end(a.model().layers_size());
+  *a.add_group() = member(w.name(), w.address(), 4);
+  a.set_batch_size(8);
+  a.set_microbatches(2);
+  a.set_schedule("1f1b");
+  a.mutable_optimizer()->set_kind("sgd");
+  a.mutable_optimizer()->set_lr(0.01);
+  a.mutable_data()->set_kind("synthetic");
+  return a;
+}
+
+/// Stage `stage` of a two-stage mlp whose other stage is `other` (maybe not running).
+v1::StageAssignment twoStageMlp(WorkerProcess& self, int stage, const v1::Member& other) {
+  v1::StageAssignment a = wholeModel("mlp", self);
+  a.set_job("two-stage");
+  a.set_stage(stage);
+  a.set_stages(2);
+  a.set_layer_begin(stage == 0 ? 0 : 4);
+  a.set_layer_end(stage == 0 ? 4 : 8);
+  if (stage == 0) {
+    *a.add_next() = other;
+  } else {
+    *a.add_previous() = other;
+  }
+  return a;
+}
+
+grpc::Status deploy(WorkerProcess& w, const v1::StageAssignment& a) {
+  v1::DeployReply reply;
+  return w.call(&v1::Worker::Stub::Deploy, a, &reply);
+}
+
+grpc::Status start(WorkerProcess& w, const std::string& job, int iterations) {
+  v1::StartRequest request;
+  request.set_job(job);
+  request.set_iterations(iterations);
+  v1::StartReply reply;
+  return w.call(&v1::Worker::Stub::Start, request, &reply);
+}
+
+std::string heartbeatState(WorkerProcess& w) {
+  v1::HeartbeatReply reply;
+  EXPECT_TRUE(w.call(&v1::Worker::Stub::Heartbeat, v1::HeartbeatRequest(), &reply).ok());
+  return reply.state();
+}
+
+class RuntimeErrors : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { worker_ = new WorkerProcess("small", {"--memory-mb", "64", "--slowdown", "2"}); }
+  static void TearDownTestSuite() {
+    delete worker_;
+    worker_ = nullptr;
+  }
+  static WorkerProcess* worker_;
+};
+WorkerProcess* RuntimeErrors::worker_ = nullptr;
+
+TEST_F(RuntimeErrors, DescribeReportsIdentityEmulationAndSpeed) {
+  v1::WorkerInfo info;
+  ASSERT_TRUE(worker_->call(&v1::Worker::Stub::Describe, v1::DescribeRequest(), &info).ok());
+  EXPECT_EQ(info.name(), "small");
+  EXPECT_EQ(info.tier(), "edge");
+  EXPECT_EQ(info.address(), worker_->address());
+  EXPECT_EQ(info.cores(), 1);
+  EXPECT_DOUBLE_EQ(info.memory_mb(), 64);
+  EXPECT_GT(info.measured_gflops(), 0);
+  EXPECT_DOUBLE_EQ(info.emulation().slowdown(), 2);
+  EXPECT_DOUBLE_EQ(info.emulation().memory_mb(), 64);
+  EXPECT_FALSE(info.version().empty());
+}
+
+TEST_F(RuntimeErrors, CallsBeforeDeployAreFailedPrecondition) {
+  WorkerProcess fresh("fresh");
+  EXPECT_EQ(start(fresh, "errors", 1).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  v1::StageWeights weights;
+  EXPECT_EQ(fresh.call(&v1::Worker::Stub::GetWeights, v1::GetWeightsRequest(), &weights).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::SetWeightsReply set_reply;
+  EXPECT_EQ(fresh.call(&v1::Worker::Stub::SetWeights, weights, &set_reply).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(heartbeatState(fresh), "idle");
+}
+
+TEST_F(RuntimeErrors, LayerRangeOutOfBoundsIsInvalidArgument) {
+  auto a = wholeModel("mlp", *worker_);
+  a.set_layer_end(12);
+  const auto status = deploy(*worker_, a);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("layer range [0, 12)"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("8 layers"), std::string::npos) << status.error_message();
+}
+
+TEST_F(RuntimeErrors, BadAssignmentsAreInvalidArgumentWithTheReason) {
+  struct Case {
+    std::function<void(v1::StageAssignment&)> change;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& a) { a.set_rank(3); }, "rank 3 is outside the group of 1"},
+      {[](auto& a) { a.mutable_group(0)->set_samples(3); }, "sum to 3 samples, not the micro-batch of 4"},
+      {[](auto& a) { a.set_microbatches(3); }, "batch 8 is not divisible into 3 micro-batches"},
+      {[](auto& a) { a.set_schedule("zigzag"); }, "schedule 'zigzag'"},
+      {[](auto& a) { a.mutable_optimizer()->set_kind("lion"); }, "optimizer 'lion'"},
+      {[](auto& a) { a.set_stage(2); }, "stage 2 is outside"},
+      {[](auto& a) { a.set_job(""); }, "job is empty"},
+  };
+  for (const auto& c : cases) {
+    auto a = wholeModel("mlp", *worker_);
+    c.change(a);
+    const auto status = deploy(*worker_, a);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.says;
+    EXPECT_NE(status.error_message().find(c.says), std::string::npos) << status.error_message();
+  }
+}
+
+TEST_F(RuntimeErrors, StageOverMemoryLimitIsResourceExhaustedWithNeedAndLimit) {
+  const auto status = deploy(*worker_, wholeModel("vgg11", *worker_));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("needs"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("--memory-mb is 64.0 MB"), std::string::npos) << status.error_message();
+  EXPECT_EQ(heartbeatState(*worker_), "idle");
+}
+
+TEST_F(RuntimeErrors, SenderWithAPeerThatIsNotRunningReportsAnErrorEvent) {
+  WorkerProcess w("sender", {"--peer-timeout-s", "20"});
+  TelemetryLog log(w.stub());
+  const auto dead = member("ghost", "127.0.0.1:" + std::to_string(unusedPort()), 4);
+  ASSERT_TRUE(deploy(w, twoStageMlp(w, 0, dead)).ok());
+  const auto began = Clock::now();
+  ASSERT_TRUE(start(w, "two-stage", 2).ok());
+  const std::string error = log.waitFinished(15s);
+  EXPECT_LT(Clock::now() - began, 10s);
+  EXPECT_NE(error.find("UNAVAILABLE"), std::string::npos) << error;
+  EXPECT_NE(error.find("ghost"), std::string::npos) << error;
+  // Back to deployed, ready for another Start.
+  for (int i = 0; i < 100 && heartbeatState(w) != "deployed"; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(heartbeatState(w), "deployed");
+}
+
+TEST_F(RuntimeErrors, ReceiverWaitingForAPeerThatIsNotRunningTimesOut) {
+  WorkerProcess w("receiver", {"--peer-timeout-s", "2"});
+  TelemetryLog log(w.stub());
+  const auto dead = member("ghost", "127.0.0.1:" + std::to_string(unusedPort()), 4);
+  ASSERT_TRUE(deploy(w, twoStageMlp(w, 1, dead)).ok());
+  const auto began = Clock::now();
+  ASSERT_TRUE(start(w, "two-stage", 1).ok());
+  const std::string error = log.waitFinished(15s);
+  EXPECT_LT(Clock::now() - began, 6s);
+  EXPECT_NE(error.find("DEADLINE_EXCEEDED"), std::string::npos) << error;
+  EXPECT_NE(error.find("activations"), std::string::npos) << error;
+}
+
+TEST_F(RuntimeErrors, StopAbortsABlockedStageQuickly) {
+  WorkerProcess w("blocked");  // waits 30 s for its peer by default
+  TelemetryLog log(w.stub());
+  const auto dead = member("ghost", "127.0.0.1:" + std::to_string(unusedPort()), 4);
+  ASSERT_TRUE(deploy(w, twoStageMlp(w, 1, dead)).ok());
+  ASSERT_TRUE(start(w, "two-stage", 0).ok());
+  EXPECT_EQ(start(w, "two-stage", 1).error_code(), grpc::StatusCode::FAILED_PRECONDITION);  // already training
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(heartbeatState(w), "training");
+  const auto began = Clock::now();
+  v1::StopRequest stop;
+  stop.set_job("two-stage");
+  v1::StopReply reply;
+  ASSERT_TRUE(w.call(&v1::Worker::Stub::Stop, stop, &reply).ok());
+  EXPECT_LT(Clock::now() - began, 2s);
+  EXPECT_EQ(reply.step(), 0);
+  EXPECT_EQ(heartbeatState(w), "deployed");
+  EXPECT_TRUE(log.waitFor([](const auto& e) { return e.has_log() && e.log().find("stopped") != std::string::npos; }, 5s));
+}
+
+TEST_F(RuntimeErrors, PushForAnotherJobIsRefused) {
+  WorkerProcess w("inbox");
+  const auto dead = member("ghost", "127.0.0.1:" + std::to_string(unusedPort()), 4);
+  ASSERT_TRUE(deploy(w, twoStageMlp(w, 1, dead)).ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  v1::PushReply reply;
+  auto writer = w.stub().Push(&context, &reply);
+  v1::PeerTensor t;
+  t.set_job("someone-else");
+  t.set_samples(1);
+  writer->Write(t);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST(RuntimeCommandLine, BadFlagsExitNonZeroWithOneLine) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "moon"},
+           {"--listen", "nowhere", "--name", "x", "--tier", "edge"},
+           {"--name", "x", "--tier", "edge"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--slowdown", "fast"},
+           {"--bogus"}}) {
+    std::vector<std::string> argv{STAGECRAFT_WORKER};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv);
+    EXPECT_EQ(p.readLine(5s), "");  // nothing on stdout
+    EXPECT_EQ(p.wait(10s), 2) << args.back();
+  }
+  ChildProcess help({STAGECRAFT_WORKER, "--help"});
+  EXPECT_EQ(help.readLine(5s).rfind("usage: stagecraft-worker", 0), 0u);
+  EXPECT_EQ(help.wait(10s), 0);
+}
+
+TEST(RuntimeCommandLine, SigtermShutsDownGracefully) {
+  WorkerProcess w("graceful");
+  TelemetryLog log(w.stub());  // an open stream must not hold the shutdown up
+  w.process().signal(SIGTERM);
+  EXPECT_EQ(w.process().wait(10s), 0);
+}
+
+}  // namespace
+}  // namespace stagecraft::worker::testing

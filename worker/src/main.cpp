@@ -1,0 +1,72 @@
+// stagecraft-worker: serves the Worker gRPC service until SIGINT or SIGTERM.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <pthread.h>
+
+#include "io/error.h"
+#include "peer_outbox.h"
+#include "status_mapping.h"
+#include "worker_node.h"
+#include "worker_options.h"
+#include "worker_service.h"
+
+using namespace stagecraft;
+using namespace stagecraft::worker;
+
+int main(int argc, char** argv) {
+  WorkerOptions options;
+  try {
+    options = parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "stagecraft-worker: %s\n", e.what());
+    return 2;
+  }
+  if (options.help) {
+    std::fputs(workerUsage().c_str(), stdout);
+    return 0;
+  }
+
+  // Signals are taken by sigwait below, not by whichever thread they hit; every thread
+  // started from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    WorkerNode node(options);
+    WorkerService service(node);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(kMaxMessageBytes);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (!server || port == 0) {
+      std::fprintf(stderr, "stagecraft-worker: cannot listen on %s\n", options.listen.c_str());
+      return 1;
+    }
+    const std::string address = options.listen.substr(0, options.listen.rfind(':')) + ":" + std::to_string(port);
+    node.setAddress(address);
+    std::printf("listening on %s\n", address.c_str());
+    std::fflush(stdout);
+
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::fprintf(stderr, "stagecraft-worker: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    node.shutdown();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server->Wait();
+  } catch (...) {
+    std::fprintf(stderr, "stagecraft-worker: %s\n", describeError(std::current_exception()).c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,165 @@
+#include "peer_outbox.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "status_mapping.h"
+
+namespace stagecraft::worker {
+
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Fail over quickly to "unreachable" instead of backing off for long between tries.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+struct PeerOutbox::Peer {
+  std::string name;
+  std::string address;
+  std::deque<v1::PeerTensor> queue;
+  bool writing = false;
+  std::unique_ptr<v1::Worker::Stub> stub;
+  grpc::ClientContext context;
+  v1::PushReply reply;
+  std::unique_ptr<grpc::ClientWriter<v1::PeerTensor>> writer;
+  std::thread thread;
+};
+
+PeerOutbox::PeerOutbox(double bandwidth_mbps, std::function<void(const WorkerError&)> on_error)
+    : bandwidth_mbps_(bandwidth_mbps), on_error_(std::move(on_error)) {}
+
+PeerOutbox::~PeerOutbox() {
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  changed_.notify_all();
+  for (auto& [name, peer] : peers_) {
+    if (peer->thread.joinable()) peer->thread.join();
+  }
+}
+
+void PeerOutbox::send(const std::string& peer_name, const std::string& address, v1::PeerTensor tensor) {
+  std::lock_guard lock(mutex_);
+  if (cancelled_ || error_) return;
+  auto& peer = peers_[peer_name];
+  if (!peer) {
+    peer = std::make_unique<Peer>();
+    peer->name = peer_name;
+    peer->address = address;
+    Peer* p = peer.get();
+    peer->thread = std::thread([this, p] { runPeer(*p); });
+  }
+  peer->queue.push_back(std::move(tensor));
+  changed_.notify_all();
+}
+
+void PeerOutbox::fail(const WorkerError& error) {
+  bool first = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!error_ && !cancelled_) {
+      error_ = error;
+      first = true;
+    }
+    for (auto& [name, peer] : peers_) peer->queue.clear();
+  }
+  changed_.notify_all();
+  if (first && on_error_) on_error_(error);
+}
+
+void PeerOutbox::runPeer(Peer& peer) {
+  auto what = [&] { return "push to peer '" + peer.name + "' at " + peer.address; };
+  for (;;) {
+    v1::PeerTensor tensor;
+    Clock::time_point start;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return closing_ || cancelled_ || !peer.queue.empty(); });
+      if (peer.queue.empty() || cancelled_) break;
+      tensor = std::move(peer.queue.front());
+      peer.queue.pop_front();
+      peer.writing = true;
+      start = Clock::now();
+      if (bandwidth_mbps_ > 0) {
+        // The NIC is shared: this message goes on the wire after the ones before it.
+        const auto wire = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+            static_cast<double>(tensor.ByteSizeLong()) * 8.0 / (bandwidth_mbps_ * 1e6)));
+        link_free_ = std::max(link_free_, start) + wire;
+      }
+    }
+    if (bandwidth_mbps_ > 0) {
+      Clock::time_point until;
+      {
+        std::lock_guard lock(mutex_);
+        until = link_free_;
+      }
+      std::this_thread::sleep_until(until);
+    }
+    if (!peer.writer) {
+      peer.stub = v1::Worker::NewStub(makeChannel(peer.address));
+      peer.writer = peer.stub->Push(&peer.context, &peer.reply);  // only this thread touches writer
+    }
+    const bool ok = peer.writer->Write(tensor);
+    {
+      std::lock_guard lock(mutex_);
+      peer.writing = false;
+      if (ok) {
+        records_.push_back({peer.name, tensor.step(), tensor.micro_batch(), tensor.gradient(), start, Clock::now()});
+      }
+    }
+    changed_.notify_all();
+    if (!ok) {
+      const grpc::Status status = peer.writer->Finish();
+      peer.writer.reset();
+      fail(status.ok() ? WorkerError(ErrorCode::Unavailable, what() + ": the stream closed")
+                       : fromStatus(status, what()));
+      return;
+    }
+  }
+  if (peer.writer) {
+    bool cancelled;
+    {
+      std::lock_guard lock(mutex_);
+      cancelled = cancelled_;
+    }
+    if (!cancelled) peer.writer->WritesDone();
+    const grpc::Status status = peer.writer->Finish();
+    if (!status.ok() && !cancelled) fail(fromStatus(status, what()));
+  }
+}
+
+void PeerOutbox::flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  const bool done = changed_.wait_for(lock, timeout, [&] {
+    if (error_ || cancelled_) return true;
+    for (auto& [name, peer] : peers_) {
+      if (!peer->queue.empty() || peer->writing) return false;
+    }
+    return true;
+  });
+  if (error_) throw *error_;
+  if (!done) throw WorkerError(ErrorCode::DeadlineExceeded, "peers did not take the last tensors in time");
+}
+
+void PeerOutbox::cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
+  for (auto& [name, peer] : peers_) {
+    peer->queue.clear();
+    // Unblocks a Write stuck on a peer that stopped reading (thread-safe on the context;
+    // a call not started yet starts cancelled).
+    peer->context.TryCancel();
+  }
+  changed_.notify_all();
+}
+
+std::vector<PeerOutbox::SentRecord> PeerOutbox::takeRecords() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(records_, {});
+}
+
+}  // namespace stagecraft::worker

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stagecraft/v1/worker.grpc.pb.h"
+#include "worker_error.h"
+
+namespace stagecraft::worker {
+
+/// Channel arguments every worker-to-worker and client channel uses: messages up to
+/// kMaxMessageBytes (a stage's weights or a big activation slice).
+constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address);
+
+/// Sends activation and gradient slices to peers without holding up the stage: one
+/// thread and one long-lived Push stream per peer, in the order they were queued.
+/// Outgoing bytes are paced to `bandwidth_mbps` across all peers (a shared NIC).
+class PeerOutbox {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// One finished write, for the timeline.
+  struct SentRecord {
+    std::string peer;
+    std::int64_t step = 0;
+    int micro_batch = 0;
+    bool gradient = false;
+    Clock::time_point start, end;
+  };
+
+  /// `on_error` runs (on a sender thread) once, for the first failed send.
+  PeerOutbox(double bandwidth_mbps, std::function<void(const WorkerError&)> on_error);
+  /// Finishes the streams (cancel() first to drop what is queued).
+  ~PeerOutbox();
+
+  void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor);
+  /// Waits until everything queued is written; throws the first send error, or
+  /// DeadlineExceeded after `timeout`.
+  void flush(std::chrono::milliseconds timeout);
+  /// Drops queued tensors and cancels the streams (a stopped or failed job).
+  void cancel();
+  /// The writes finished since the last call.
+  std::vector<SentRecord> takeRecords();
+
+ private:
+  struct Peer;
+  void runPeer(Peer& peer);
+  void fail(const WorkerError& error);
+
+  double bandwidth_mbps_;
+  std::function<void(const WorkerError&)> on_error_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::unique_ptr<Peer>> peers_;
+  std::optional<WorkerError> error_;
+  bool cancelled_ = false;
+  bool closing_ = false;
+  Clock::time_point link_free_;
+  std::vector<SentRecord> records_;
+};
+
+}  // namespace stagecraft::worker

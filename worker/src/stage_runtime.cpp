@@ -1,0 +1,339 @@
+#include "stage_runtime.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "peer_inbox.h"
+#include "peer_outbox.h"
+#include "stage_group.h"
+#include "telemetry_hub.h"
+#include "torch_stage.h"
+#include "worker_error.h"
+
+namespace stagecraft::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+double residentMb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+/// What a forward keeps for its backward.
+struct Saved {
+  torch::Tensor input;   ///< requires grad on every stage but the first
+  torch::Tensor output;  ///< the stage's output, or the scaled loss on the last stage
+};
+
+}  // namespace
+
+struct StageRuntime::Impl {
+  v1::Model model;
+  v1::OptimizerConfig optimizer_config;
+  StageLayout layout;
+  RuntimeEnv env;
+  std::mutex module_mutex;  // held for a whole iteration, and by weights()/setWeights()
+  StageModule module{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<DataSource> data;
+  std::unique_ptr<StageGroup> group;
+  std::atomic<std::int64_t> step{0};
+  std::atomic<bool> stop{false};
+  std::mutex outbox_mutex;
+  PeerOutbox* outbox = nullptr;  // of the run in progress
+
+  // Per iteration.
+  Clock::time_point iteration_start;
+  v1::IterationReport report;
+  double compute_ms = 0;
+
+  void event(int micro_batch, const char* kind, const std::string& peer, Clock::time_point start,
+             Clock::time_point end) {
+    auto* e = report.add_timeline();
+    e->set_micro_batch(micro_batch);
+    e->set_kind(kind);
+    e->set_peer(peer);
+    e->set_start_ms(msBetween(iteration_start, start));
+    e->set_end_ms(msBetween(iteration_start, end));
+  }
+
+  /// Stretches a compute op that started at `start` to slowdown x its time.
+  void emulateSlowdown(Clock::time_point start) {
+    if (env.slowdown > 1) {
+      const auto took = Clock::now() - start;
+      std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(took * (env.slowdown - 1)));
+    }
+  }
+
+  void checkStop() const {
+    if (stop) throw WorkerError(ErrorCode::Aborted, "job '" + layout.job + "' was stopped");
+  }
+
+  /// The slices of micro-batch `m` peers sent for this member's samples, joined.
+  torch::Tensor receive(std::int64_t s, int m, bool gradient) {
+    const auto start = Clock::now();
+    auto slices = env.inbox->take(s, m, gradient, layout.sample_begin, layout.samples, env.peer_timeout);
+    const auto end = Clock::now();
+    std::vector<torch::Tensor> parts;
+    parts.reserve(slices.size());
+    for (const auto& slice : slices) {
+      parts.push_back(fromProto(slice.tensor()));
+      event(m, "receive", slice.sender(), start, end);
+    }
+    return parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+  }
+
+  /// Sends the rows of `tensor` (this member's samples of micro-batch `m`) that each
+  /// peer of `to` holds.
+  void send(PeerOutbox& outbox, const std::vector<PeerSlice>& to, std::int64_t s, int m, bool gradient,
+            const torch::Tensor& tensor) {
+    for (const auto& peer : to) {
+      v1::PeerTensor message;
+      message.set_job(layout.job);
+      message.set_sender(env.worker);
+      message.set_step(s);
+      message.set_micro_batch(m);
+      message.set_gradient(gradient);
+      message.set_sample_begin(peer.sample_begin);
+      message.set_samples(peer.samples);
+      *message.mutable_tensor() =
+          toProto(tensor.narrow(0, peer.sample_begin - layout.sample_begin, peer.samples).detach().contiguous());
+      outbox.send(peer.peer, peer.address, std::move(message));
+    }
+  }
+
+  void allReduceGradients() {
+    std::vector<torch::Tensor> grads;
+    for (auto& p : module->parameters()) grads.push_back(p.grad());
+    if (grads.empty()) return;
+    std::vector<torch::Tensor> flat_parts;
+    flat_parts.reserve(grads.size());
+    for (auto& g : grads) flat_parts.push_back(g.reshape({-1}));
+    torch::Tensor flat = torch::cat(flat_parts);
+    const auto start = Clock::now();
+    group->allReduceSum(flat, stop);
+    event(-1, "allreduce", "", start, Clock::now());
+    std::int64_t at = 0;
+    for (auto& g : grads) {
+      const auto n = g.numel();
+      g.copy_(flat.narrow(0, at, n).view_as(g));
+      at += n;
+    }
+  }
+
+  void iterate(PeerOutbox& outbox) {
+    std::lock_guard lock(module_mutex);
+    const std::int64_t s = step;
+    iteration_start = Clock::now();
+    report.Clear();
+    compute_ms = 0;
+    for (auto& p : module->parameters()) {
+      if (p.grad().defined()) {
+        p.mutable_grad().detach_();
+        p.mutable_grad().zero_();
+      } else {
+        p.mutable_grad() = torch::zeros_like(p);
+      }
+    }
+    std::vector<std::optional<Saved>> saved(layout.microbatches);
+    double loss_sum = 0;
+    for (const ScheduledOp& op : layout.ops) {
+      checkStop();
+      const int m = op.micro_batch;
+      if (op.kind == EventKind::Forward) {
+        torch::Tensor x;
+        if (layout.first()) {
+          x = data->get(layout.firstSample(s, m), layout.samples).inputs;
+        } else {
+          x = receive(s, m, false).requires_grad_(true);
+        }
+        const auto start = Clock::now();
+        torch::Tensor out = module->forward(x);
+        if (layout.last()) {
+          const torch::Tensor labels = data->get(layout.firstSample(s, m), layout.samples).labels;
+          const torch::Tensor sum = lossSum(out, labels, model);
+          loss_sum += sum.item<double>();
+          out = sum / static_cast<double>(layout.batch_size);
+        }
+        emulateSlowdown(start);
+        const auto end = Clock::now();
+        compute_ms += msBetween(start, end);
+        event(m, "forward", "", start, end);
+        if (!layout.last()) send(outbox, layout.next, s, m, false, out);
+        saved[m] = Saved{x, out};
+      } else {
+        Saved& kept = saved[m].value();
+        torch::Tensor grad;
+        if (!layout.last()) grad = receive(s, m, true);
+        const auto start = Clock::now();
+        if (layout.last()) {
+          kept.output.backward();
+        } else {
+          kept.output.backward(grad);
+        }
+        emulateSlowdown(start);
+        const auto end = Clock::now();
+        compute_ms += msBetween(start, end);
+        event(m, "backward", "", start, end);
+        if (!layout.first()) send(outbox, layout.previous, s, m, true, kept.input.grad());
+        saved[m].reset();
+      }
+    }
+    checkStop();
+    if (layout.group_size > 1) allReduceGradients();
+    optimizer->step();
+    outbox.flush(env.peer_timeout);
+    for (const auto& r : outbox.takeRecords()) {
+      event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
+    }
+    const auto end = Clock::now();
+    step = s + 1;
+
+    const double iteration_ms = msBetween(iteration_start, end);
+    const int samples = layout.samples * layout.microbatches;
+    report.set_step(s + 1);
+    if (layout.last() && samples > 0) {
+      report.set_loss(loss_sum / samples);
+      report.set_loss_samples(samples);
+    }
+    report.set_iteration_ms(iteration_ms);
+    report.set_samples_per_second(iteration_ms > 0 ? samples * 1000.0 / iteration_ms : 0);
+    report.set_busy_fraction(iteration_ms > 0 ? compute_ms / iteration_ms : 0);
+    report.set_memory_mb(residentMb());
+    v1::TelemetryEvent e;
+    e.set_job(layout.job);
+    *e.mutable_iteration() = report;
+    env.telemetry->publish(std::move(e));
+  }
+};
+
+StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout layout, RuntimeEnv env)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.model = assignment.model();
+  d.optimizer_config = assignment.optimizer();
+  if (d.optimizer_config.kind().empty()) d.optimizer_config.set_kind("sgd");
+  d.layout = std::move(layout);
+  d.env = std::move(env);
+  d.step = assignment.start_step();
+  d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed());
+  if (assignment.has_weights()) setWeights(assignment.weights());
+  d.step = assignment.start_step();
+  d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
+  if (d.layout.first() || d.layout.last()) {
+    v1::DataConfig data = assignment.data();
+    if (data.kind().empty()) data.set_kind("synthetic");
+    d.data = DataSource::create(data, d.model);
+  }
+  if (d.layout.group_size > 1) {
+    d.group = std::make_unique<StageGroup>(assignment.store_address(), d.env.own_host, d.layout.rank,
+                                           d.layout.group_size,
+                                           "stagecraft/" + d.layout.job + "/stage" + std::to_string(d.layout.stage),
+                                           d.env.peer_timeout);
+  }
+}
+
+StageRuntime::~StageRuntime() = default;
+
+const StageLayout& StageRuntime::layout() const { return impl_->layout; }
+std::int64_t StageRuntime::step() const { return impl_->step; }
+void StageRuntime::arm() { impl_->stop = false; }
+
+void StageRuntime::run(std::int64_t iterations) {
+  Impl& d = *impl_;
+  PeerOutbox outbox(d.env.bandwidth_mbps, [inbox = d.env.inbox](const WorkerError& e) {
+    inbox->abort(e);  // wakes this stage's waits with the send's error
+  });
+  {
+    std::lock_guard lock(d.outbox_mutex);
+    d.outbox = &outbox;
+  }
+  struct Detach {
+    Impl& d;
+    PeerOutbox& outbox;
+    ~Detach() {
+      std::lock_guard lock(d.outbox_mutex);
+      d.outbox = nullptr;
+    }
+  } detach{d, outbox};
+  try {
+    for (std::int64_t i = 0; iterations == 0 || i < iterations; ++i) d.iterate(outbox);
+  } catch (...) {
+    outbox.cancel();
+    // A failure inside autograd (e.g. a wait aborted mid-backward) leaves nothing held:
+    // the saved tensors went with iterate()'s frame.
+    if (d.stop) throw WorkerError(ErrorCode::Aborted, "job '" + d.layout.job + "' was stopped");
+    throw;
+  }
+}
+
+void StageRuntime::requestStop() {
+  Impl& d = *impl_;
+  d.stop = true;
+  d.env.inbox->abort(WorkerError(ErrorCode::Aborted, "job '" + d.layout.job + "' was stopped"));
+  std::lock_guard lock(d.outbox_mutex);
+  if (d.outbox) d.outbox->cancel();
+}
+
+v1::StageWeights StageRuntime::weights() {
+  std::lock_guard lock(impl_->module_mutex);
+  v1::StageWeights w = getWeights(impl_->module);
+  w.set_layer_begin(impl_->layout.layer_begin);
+  w.set_layer_end(impl_->layout.layer_end);
+  w.set_step(impl_->step);
+  return w;
+}
+
+void StageRuntime::setWeights(const v1::StageWeights& weights) {
+  Impl& d = *impl_;
+  std::lock_guard lock(d.module_mutex);
+  stagecraft::worker::setWeights(d.module, weights);
+  if (d.optimizer) d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
+  d.step = weights.step();
+}
+
+void configureTorchThreads(int threads) {
+  if (threads > 0) {
+    torch::set_num_threads(threads);
+    torch::set_num_interop_threads(threads);
+  }
+}
+
+double measureMatmulGflops() {
+  torch::NoGradGuard no_grad;
+  constexpr int kN = 256;
+  const auto a = torch::rand({kN, kN});
+  const auto b = torch::rand({kN, kN});
+  torch::Tensor c = torch::matmul(a, b);  // warm-up
+  int runs = 0;
+  const auto start = Clock::now();
+  while (msBetween(start, Clock::now()) < 150 || runs < 3) {
+    c = torch::matmul(a, b);
+    ++runs;
+  }
+  const double seconds = msBetween(start, Clock::now()) / 1000.0;
+  return 2.0 * kN * kN * kN * runs / seconds / 1e9;
+}
+
+v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown) {
+  std::vector<int> sizes(request.micro_batches().begin(), request.micro_batches().end());
+  if (sizes.empty()) sizes.push_back(1);
+  for (int size : sizes) {
+    if (size <= 0) throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) + " is not positive");
+  }
+  const int repeats = request.repeats() > 0 ? request.repeats() : 3;
+  return profileLayers(request.model(), sizes, repeats, slowdown);
+}
+
+}  // namespace stagecraft::worker

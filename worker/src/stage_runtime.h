@@ -1,0 +1,67 @@
+#pragma once
+// A deployed stage and its training loop. The header stays Torch-free (the module,
+// optimizer and group live behind Impl) so the gRPC side compiles without Torch.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "stage_layout.h"
+#include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::worker {
+
+class PeerInbox;
+class TelemetryHub;
+
+/// What a stage needs from the worker around it.
+struct RuntimeEnv {
+  std::string worker;                    ///< this worker's name (the sender of its tensors)
+  std::string own_host;                  ///< the host Gloo binds to
+  double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their time after them
+  double bandwidth_mbps = 0;             ///< outgoing peer traffic pacing; 0 = unpaced
+  std::chrono::milliseconds peer_timeout{30000};
+  PeerInbox* inbox = nullptr;            ///< where peers' slices for this stage arrive
+  TelemetryHub* telemetry = nullptr;     ///< where iteration reports go
+};
+
+class StageRuntime {
+ public:
+  /// Builds the stage's module (from the seed, or the assignment's weights), optimizer and
+  /// data source, and starts forming its group. Throws WorkerError / stagecraft::Error.
+  StageRuntime(const v1::StageAssignment& assignment, StageLayout layout, RuntimeEnv env);
+  ~StageRuntime();
+
+  const StageLayout& layout() const;
+  /// Iterations completed (the global step the next iteration runs).
+  std::int64_t step() const;
+
+  /// Clears a previous stop request; call before handing run() to a thread.
+  void arm();
+  /// Trains `iterations` steps (0: until stopped) on the calling thread, publishing an
+  /// IterationReport per step. Throws WorkerError on failure (Aborted once stopped).
+  void run(std::int64_t iterations);
+  /// Makes run() return soon with Aborted: wakes its waits, cancels its sends.
+  void requestStop();
+
+  v1::StageWeights weights();
+  /// Replaces parameters and buffers, restarts the optimizer's state, and moves to the
+  /// weights' step. Throws stagecraft::Error when they do not match the stage.
+  void setWeights(const v1::StageWeights& weights);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Sets LibTorch's thread count (0: leave the default).
+void configureTorchThreads(int threads);
+/// A short float32 matmul benchmark on this machine, GFLOP/s.
+double measureMatmulGflops();
+/// Times every layer of `request.model()` (profileLayers), `slowdown` applied.
+v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown);
+
+}  // namespace stagecraft::worker

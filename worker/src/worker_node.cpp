@@ -1,0 +1,252 @@
+#include "worker_node.h"
+
+#include <unistd.h>
+
+#include "stage_layout.h"
+#include "stage_runtime.h"
+#include "status_mapping.h"
+#include "worker_error.h"
+
+#ifndef STAGECRAFT_VERSION
+#define STAGECRAFT_VERSION "dev"
+#endif
+
+namespace stagecraft::worker {
+namespace {
+
+double machineMemoryMb() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
+}
+
+std::string hostOf(const std::string& address) {
+  const auto colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+}  // namespace
+
+WorkerNode::WorkerNode(WorkerOptions options) : options_(std::move(options)), hub_(options_.name) {
+  configureTorchThreads(options_.threads);
+  gflops_ = measureMatmulGflops() / options_.slowdown;
+  memory_limit_mb_ = options_.memory_mb > 0 ? options_.memory_mb : machineMemoryMb();
+  address_ = options_.listen;
+}
+
+WorkerNode::~WorkerNode() { shutdown(); }
+
+void WorkerNode::setAddress(const std::string& address) {
+  std::lock_guard lock(mutex_);
+  address_ = address;
+}
+
+const char* WorkerNode::stateName(State state) {
+  switch (state) {
+    case State::Idle: return "idle";
+    case State::Deployed: return "deployed";
+    case State::Training: return "training";
+    case State::Invalid: break;
+  }
+  return "invalid";
+}
+
+v1::WorkerInfo WorkerNode::describe() const {
+  v1::WorkerInfo info;
+  info.set_name(options_.name);
+  info.set_tier(options_.tier);
+  info.set_cores(options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  info.set_memory_mb(memory_limit_mb_);
+  info.set_measured_gflops(gflops_);
+  info.set_version(STAGECRAFT_VERSION);
+  auto* emulation = info.mutable_emulation();
+  emulation->set_slowdown(options_.slowdown);
+  emulation->set_bandwidth_mbps(options_.bandwidth_mbps);
+  emulation->set_memory_mb(options_.memory_mb);
+  std::lock_guard lock(mutex_);
+  info.set_address(address_);
+  info.set_state(stateName(state_));
+  info.set_job(job_);
+  return info;
+}
+
+v1::HeartbeatReply WorkerNode::heartbeat() const {
+  v1::HeartbeatReply reply;
+  std::lock_guard lock(mutex_);
+  reply.set_state(stateName(state_));
+  reply.set_job(job_);
+  if (runtime_) reply.set_step(runtime_->step());
+  return reply;
+}
+
+v1::DeviceProfile WorkerNode::profile(const v1::ProfileRequest& request) {
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': profiling would disturb it");
+    }
+  }
+  v1::DeviceProfile profile = profileModel(request, options_.slowdown);
+  profile.set_device(options_.name);
+  return profile;
+}
+
+std::shared_ptr<StageRuntime> WorkerNode::deployed() const {
+  std::lock_guard lock(mutex_);
+  if (!runtime_) throw WorkerError(ErrorCode::FailedPrecondition, "not deployed: call Deploy first");
+  return runtime_;
+}
+
+void WorkerNode::joinTrainer() {
+  std::thread finished;
+  {
+    std::lock_guard lock(mutex_);
+    finished = std::move(trainer_);
+  }
+  if (finished.joinable()) finished.join();
+}
+
+v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
+  std::lock_guard control(control_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': Stop it before a new Deploy");
+    }
+  }
+  StageLayout layout = layoutStage(assignment);
+  checkMemory(layout, memory_limit_mb_, options_.memory_mb > 0 ? "--memory-mb" : "this machine's memory");
+  joinTrainer();
+  {
+    // The old stage (and its group's store) goes first: the new one may reuse its ports.
+    std::lock_guard lock(mutex_);
+    runtime_.reset();
+    state_ = State::Idle;
+    job_.clear();
+  }
+  inbox_.open(assignment.job());
+  RuntimeEnv env;
+  env.worker = options_.name;
+  env.own_host = hostOf(assignment.group(layout.rank).address());
+  if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
+  env.slowdown = options_.slowdown;
+  env.bandwidth_mbps = options_.bandwidth_mbps;
+  env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));
+  env.inbox = &inbox_;
+  env.telemetry = &hub_;
+  v1::DeployReply reply;
+  reply.set_memory_mb(layout.memory_bytes / (1024.0 * 1024.0));
+  reply.set_parameters(static_cast<std::int64_t>(layout.parameters));
+  const std::string summary = "deployed job '" + assignment.job() + "': stage " + std::to_string(layout.stage) +
+                              " of " + std::to_string(layout.stages) + ", layers [" +
+                              std::to_string(layout.layer_begin) + ", " + std::to_string(layout.layer_end) +
+                              "), rank " + std::to_string(layout.rank) + " of " + std::to_string(layout.group_size) +
+                              ", " + std::to_string(layout.samples) + " samples per micro-batch";
+  auto runtime = std::make_shared<StageRuntime>(assignment, std::move(layout), env);
+  {
+    std::lock_guard lock(mutex_);
+    runtime_ = std::move(runtime);
+    state_ = State::Deployed;
+    job_ = assignment.job();
+  }
+  hub_.log(assignment.job(), summary);
+  return reply;
+}
+
+void WorkerNode::start(const v1::StartRequest& request) {
+  std::lock_guard control(control_mutex_);
+  auto runtime = deployed();
+  if (request.iterations() < 0) {
+    throw WorkerError(ErrorCode::InvalidArgument, "iterations is negative");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (!request.job().empty() && request.job() != job_) {
+      throw WorkerError(ErrorCode::FailedPrecondition,
+                        "job '" + request.job() + "' is not deployed here (job '" + job_ + "' is)");
+    }
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "already training job '" + job_ + "'");
+    }
+  }
+  joinTrainer();  // the last run's thread, already done
+  std::lock_guard lock(mutex_);
+  runtime->arm();
+  state_ = State::Training;
+  trainer_ = std::thread([this, runtime, iterations = request.iterations()] { train(runtime, iterations); });
+}
+
+void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t iterations) {
+  const std::string job = runtime->layout().job;
+  hub_.log(job, "training " + (iterations > 0 ? std::to_string(iterations) + " iterations" : std::string("until stopped")) +
+                    " from step " + std::to_string(runtime->step()));
+  v1::TelemetryEvent outcome;
+  outcome.set_job(job);
+  try {
+    runtime->run(iterations);
+    outcome.set_finished(true);
+  } catch (const WorkerError& e) {
+    if (e.code() == ErrorCode::Aborted) {
+      outcome.set_log("stopped at step " + std::to_string(runtime->step()));
+    } else {
+      outcome.set_error(describeError(std::current_exception()));
+    }
+  } catch (...) {
+    outcome.set_error(describeError(std::current_exception()));
+  }
+  // After a failure or a stop the inbox may hold slices of the unfinished step and is
+  // aborted: start afresh so a later Start can run.
+  if (!outcome.finished()) inbox_.open(job);
+  {
+    // Ready for the next Start before anyone hears that this run ended.
+    std::lock_guard lock(mutex_);
+    if (runtime_ == runtime) state_ = State::Deployed;
+  }
+  hub_.publish(std::move(outcome));
+}
+
+v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
+  std::lock_guard control(control_mutex_);
+  std::shared_ptr<StageRuntime> runtime;
+  {
+    std::lock_guard lock(mutex_);
+    if (!request.job().empty() && !job_.empty() && request.job() != job_) {
+      throw WorkerError(ErrorCode::FailedPrecondition,
+                        "job '" + request.job() + "' is not deployed here (job '" + job_ + "' is)");
+    }
+    runtime = runtime_;
+    if (runtime && state_ == State::Training) runtime->requestStop();
+  }
+  joinTrainer();
+  v1::StopReply reply;
+  if (runtime) reply.set_step(runtime->step());
+  return reply;
+}
+
+v1::StageWeights WorkerNode::weights() { return deployed()->weights(); }
+
+void WorkerNode::setWeights(const v1::StageWeights& weights) {
+  std::lock_guard control(control_mutex_);
+  auto runtime = deployed();
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': Stop it before SetWeights");
+    }
+  }
+  runtime->setWeights(weights);
+}
+
+void WorkerNode::receive(v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); }
+
+void WorkerNode::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    if (runtime_ && state_ == State::Training) runtime_->requestStop();
+  }
+  joinTrainer();
+  hub_.close();
+}
+
+}  // namespace stagecraft::worker

@@ -1,0 +1,72 @@
+#pragma once
+// The worker as a domain object: its identity, its deployed stage, the training thread,
+// telemetry and the inbox peers push into. The gRPC service is a thin shell over this.
+// Torch-free header.
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "peer_inbox.h"
+#include "stagecraft/v1/worker.pb.h"
+#include "telemetry_hub.h"
+#include "worker_options.h"
+
+namespace stagecraft::worker {
+
+class StageRuntime;
+
+class WorkerNode {
+ public:
+  /// Runs the start-up benchmark (measured_gflops).
+  explicit WorkerNode(WorkerOptions options);
+  ~WorkerNode();
+
+  /// The address peers and coordinators reach this worker at (after binding).
+  void setAddress(const std::string& address);
+
+  v1::WorkerInfo describe() const;
+  v1::HeartbeatReply heartbeat() const;
+  /// Throws WorkerError(FailedPrecondition) while training.
+  v1::DeviceProfile profile(const v1::ProfileRequest& request);
+  /// Checks, sizes and builds the stage. Throws WorkerError: InvalidArgument,
+  /// ResourceExhausted, FailedPrecondition while training.
+  v1::DeployReply deploy(const v1::StageAssignment& assignment);
+  /// Starts the training thread. Throws FailedPrecondition before Deploy, while
+  /// training, or for another job.
+  void start(const v1::StartRequest& request);
+  /// Stops training (if any) and waits for the thread; returns the step reached.
+  v1::StopReply stop(const v1::StopRequest& request);
+  v1::StageWeights weights();
+  void setWeights(const v1::StageWeights& weights);
+  /// A peer's slice (Push).
+  void receive(v1::PeerTensor tensor);
+
+  TelemetryHub& telemetry() { return hub_; }
+  /// Stops training and ends every telemetry stream (server shutdown).
+  void shutdown();
+
+ private:
+  enum class State { Invalid = 0, Idle, Deployed, Training };
+  static const char* stateName(State state);
+  std::shared_ptr<StageRuntime> deployed() const;
+  void train(std::shared_ptr<StageRuntime> runtime, std::int64_t iterations);
+  void joinTrainer();
+
+  WorkerOptions options_;
+  double gflops_ = 0;
+  double memory_limit_mb_ = 0;
+  TelemetryHub hub_;
+  PeerInbox inbox_;
+
+  std::mutex control_mutex_;  // serialises Deploy / Start / Stop / SetWeights
+  mutable std::mutex mutex_;  // guards the fields below
+  std::string address_;
+  State state_ = State::Idle;
+  std::string job_;
+  std::shared_ptr<StageRuntime> runtime_;
+  std::thread trainer_;
+};
+
+}  // namespace stagecraft::worker

@@ -1,0 +1,111 @@
+#include "worker_options.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "io/error.h"
+
+namespace stagecraft::worker {
+namespace {
+
+double parseNumber(const std::string& flag, const std::string& text, double min, bool inclusive) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    throw Error(flag + ": '" + text + "' is not a number");
+  }
+  if (inclusive ? value < min : value <= min) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", min);
+    throw Error(flag + ": " + text + " must be " + (inclusive ? "at least " : "greater than ") + bound);
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string workerUsage() {
+  return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
+         "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
+         "                         [--memory-mb M] [--peer-timeout-s S]\n"
+         "\n"
+         "Serves the stagecraft.v1.Worker gRPC service: runs one pipeline stage of a model in\n"
+         "LibTorch, moves activations and gradients to its neighbours, all-reduces gradients\n"
+         "inside its stage group. Prints 'listening on HOST:PORT' once it accepts calls\n"
+         "(with port 0, the port the system picked).\n"
+         "\n"
+         "  --listen HOST:PORT     address to serve on (port 0: any free port)\n"
+         "  --name NAME            this worker's name in clusters and plans\n"
+         "  --tier TIER            cloud, edge or end\n"
+         "  --threads T            LibTorch threads (default: all cores)\n"
+         "  --slowdown F           emulate a device F times slower (default 1)\n"
+         "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
+         "  --memory-mb M          memory a stage may use (default: the machine's)\n"
+         "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
+         "  --help                 this text\n";
+}
+
+WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
+  WorkerOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+      continue;
+    }
+    auto next = [&]() -> const std::string& {
+      if (!has_value) {
+        if (i + 1 >= args.size()) throw Error(flag + ": needs a value");
+        value = args[++i];
+      }
+      return value;
+    };
+    if (flag == "--listen") {
+      o.listen = next();
+      const auto colon = o.listen.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == o.listen.size()) {
+        throw Error("--listen: '" + o.listen + "' is not HOST:PORT");
+      }
+      const double port = parseNumber("--listen port", o.listen.substr(colon + 1), 0, true);
+      if (port > 65535 || port != std::floor(port)) throw Error("--listen: bad port in '" + o.listen + "'");
+    } else if (flag == "--name") {
+      o.name = next();
+      if (o.name.empty()) throw Error("--name: must not be empty");
+    } else if (flag == "--tier") {
+      o.tier = next();
+      if (o.tier != "cloud" && o.tier != "edge" && o.tier != "end") {
+        throw Error("--tier: '" + o.tier + "' is not cloud, edge or end");
+      }
+    } else if (flag == "--threads") {
+      const double t = parseNumber(flag, next(), 1, true);
+      if (t != std::floor(t) || t > 1024) throw Error("--threads: '" + value + "' is not a thread count");
+      o.threads = static_cast<int>(t);
+    } else if (flag == "--slowdown") {
+      o.slowdown = parseNumber(flag, next(), 1, true);
+    } else if (flag == "--bandwidth-mbps") {
+      o.bandwidth_mbps = parseNumber(flag, next(), 0, false);
+    } else if (flag == "--memory-mb") {
+      o.memory_mb = parseNumber(flag, next(), 0, false);
+    } else if (flag == "--peer-timeout-s") {
+      o.peer_timeout_s = parseNumber(flag, next(), 0, false);
+    } else {
+      throw Error("unknown flag '" + args[i] + "' (see --help)");
+    }
+  }
+  if (o.help) return o;
+  if (o.listen.empty()) throw Error("--listen HOST:PORT is required");
+  if (o.name.empty()) throw Error("--name is required");
+  if (o.tier.empty()) throw Error("--tier is required (cloud, edge or end)");
+  return o;
+}
+
+}  // namespace stagecraft::worker

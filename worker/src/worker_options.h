@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stagecraft::worker {
+
+/// The daemon's command line.
+struct WorkerOptions {
+  std::string listen;           ///< host:port; port 0 picks a free one
+  std::string name;
+  std::string tier;             ///< cloud | edge | end
+  int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
+  double slowdown = 1;          ///< compute takes this many times as long
+  double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
+  double memory_mb = 0;         ///< memory a stage may use; 0 = the machine's
+  double peer_timeout_s = 30;   ///< how long to wait for a peer's tensor or the group
+  bool help = false;
+};
+
+/// Parses argv (without argv[0]). Throws stagecraft::Error with a one-line reason for an
+/// unknown flag, a missing value or a value out of range.
+WorkerOptions parseWorkerOptions(const std::vector<std::string>& args);
+
+/// The --help text.
+std::string workerUsage();
+
+}  // namespace stagecraft::worker

@@ -1,0 +1,66 @@
+#include "worker_service.h"
+
+#include "status_mapping.h"
+#include "worker_node.h"
+
+namespace stagecraft::worker {
+
+grpc::Status WorkerService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* reply) {
+  return guarded([&] { *reply = node_.describe(); });
+}
+
+grpc::Status WorkerService::Profile(grpc::ServerContext*, const v1::ProfileRequest* request,
+                                    v1::DeviceProfile* reply) {
+  return guarded([&] { *reply = node_.profile(*request); });
+}
+
+grpc::Status WorkerService::Deploy(grpc::ServerContext*, const v1::StageAssignment* request,
+                                   v1::DeployReply* reply) {
+  return guarded([&] { *reply = node_.deploy(*request); });
+}
+
+grpc::Status WorkerService::Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply*) {
+  return guarded([&] { node_.start(*request); });
+}
+
+grpc::Status WorkerService::Stop(grpc::ServerContext*, const v1::StopRequest* request, v1::StopReply* reply) {
+  return guarded([&] { *reply = node_.stop(*request); });
+}
+
+grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
+                                      grpc::ServerWriter<v1::TelemetryEvent>* writer) {
+  auto& hub = node_.telemetry();
+  auto subscription = hub.subscribe();
+  // The first event tells the subscriber it will see everything from now on.
+  v1::TelemetryEvent hello;
+  hello.set_worker(node_.describe().name());
+  hello.set_job(node_.describe().job());
+  hello.set_log("telemetry subscribed");
+  bool open = writer->Write(hello);
+  while (open && !context->IsCancelled() && !subscription->closed()) {
+    if (auto event = subscription->next(std::chrono::milliseconds(200))) open = writer->Write(*event);
+  }
+  hub.unsubscribe(subscription);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+  return guarded([&] { *reply = node_.heartbeat(); });
+}
+
+grpc::Status WorkerService::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) {
+  return guarded([&] { *reply = node_.weights(); });
+}
+
+grpc::Status WorkerService::SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) {
+  return guarded([&] { node_.setWeights(*request); });
+}
+
+grpc::Status WorkerService::Push(grpc::ServerContext*, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) {
+  return guarded([&] {
+    v1::PeerTensor tensor;
+    while (reader->Read(&tensor)) node_.receive(std::move(tensor));
+  });
+}
+
+}  // namespace stagecraft::worker

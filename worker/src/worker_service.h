@@ -1,0 +1,32 @@
+#pragma once
+
+#include "stagecraft/v1/worker.grpc.pb.h"
+
+namespace stagecraft::worker {
+
+class WorkerNode;
+
+/// The gRPC face of a WorkerNode: unpacks requests, delegates, maps errors (through
+/// status_mapping.h, nowhere else).
+class WorkerService final : public v1::Worker::Service {
+ public:
+  explicit WorkerService(WorkerNode& node) : node_(node) {}
+
+  grpc::Status Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* reply) override;
+  grpc::Status Profile(grpc::ServerContext*, const v1::ProfileRequest* request, v1::DeviceProfile* reply) override;
+  grpc::Status Deploy(grpc::ServerContext*, const v1::StageAssignment* request, v1::DeployReply* reply) override;
+  grpc::Status Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply* reply) override;
+  grpc::Status Stop(grpc::ServerContext*, const v1::StopRequest* request, v1::StopReply* reply) override;
+  grpc::Status Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest* request,
+                         grpc::ServerWriter<v1::TelemetryEvent>* writer) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) override;
+  grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) override;
+  grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) override;
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<v1::PeerTensor>* reader,
+                    v1::PushReply*) override;
+
+ private:
+  WorkerNode& node_;
+};
+
+}  // namespace stagecraft::worker
