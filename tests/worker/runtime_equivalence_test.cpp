@@ -17,12 +17,12 @@ struct PipelineCase {
   int microbatches = 2;
   std::string schedule = "1f1b";
   int iterations = 5;
-  double lr = 0.005;
+  double lr = 0.05;
 };
 
-/// A rate at which training is smooth: where the loss jumps, the rounding differences
-/// between cutting a batch into micro-batches or not grow chaotically (vgg11 at lr 0.005
-/// drifts 4% from full-batch training in five steps even in one process).
+/// A rate at which training is smooth: where the loss jumps, rounding differences between
+/// cutting a batch into micro-batches or not grow chaotically (in one process, vgg11 at
+/// lr 0.02 drifts 4% from full-batch training within five steps).
 v1::OptimizerConfig sgdMomentum(double lr) {
   v1::OptimizerConfig o;
   o.set_kind("sgd");
@@ -142,13 +142,13 @@ void expectEquivalent(const PipelineCase& c) {
       const torch::Tensor value = fromProto(t);
       const torch::Tensor& ref = want[t.name()];
       ASSERT_EQ(value.sizes(), ref.sizes()) << t.name();
-      // Relative to the tensor's norm: a pre-activation within float noise of a ReLU's
-      // kink can take the other branch when a micro-batch is cut differently, and moves
-      // one row of one weight by ~lr x gradient (seen: 553 of 4M elements by <2e-4 after
-      // five steps, all else within 1e-7). The norm still pins every tensor to 1e-4.
-      const double relative = (value - ref).norm().item<double>() / std::max(1e-12, ref.norm().item<double>());
-      EXPECT_LE(relative, 1e-4) << run.workers[i]->name() << " " << t.name() << ": largest difference "
-                                << (value - ref).abs().max().item<double>();
+      // Element by element to 1e-4 relative, or 1e-5 absolute (1e-4 of a typical weight):
+      // a bias starts at 0 and its gradient is a sum with heavy cancellation, so cutting
+      // the batch into micro-batches moves it by rounding alone (~1e-7 absolute, up to
+      // 0.4% of a 3e-5 bias in vgg11).
+      const double excess = ((value - ref).abs() - 1e-4 * ref.abs()).max().item<double>();
+      EXPECT_LE(excess, 1e-5) << run.workers[i]->name() << " " << t.name() << ": largest difference "
+                              << (value - ref).abs().max().item<double>();
     }
     auto [it, first] = first_of_stage.emplace(a.stage(), &got);
     if (!first) {
@@ -174,21 +174,22 @@ TEST(RuntimeEquivalence, MlpGPipeMatchesReferenceTrainer) {
 
 // vgg11: 16 layers (no BatchNorm, so splitting micro-batches changes nothing).
 TEST(RuntimeEquivalence, Vgg11OneFOneBMatchesReferenceTrainer) {
-  expectEquivalent({"vgg11", {{0, 5, {4}}, {5, 13, {3, 1}}, {13, 16, {4}}}, 8, 2, "1f1b", 5, 3e-4});
+  expectEquivalent({"vgg11", {{0, 5, {4}}, {5, 13, {3, 1}}, {13, 16, {4}}}, 8, 2, "1f1b", 5, 0.002});
 }
 
 TEST(RuntimeTraining, LossFallsOnTheSyntheticTask) {
-  PipelineCase c{"mlp", {{0, 4, {3, 1}}, {4, 8, {4}}}, 8, 2, "1f1b", 20};
+  PipelineCase c{"mlp", {{0, 4, {3, 1}}, {4, 8, {4}}}, 8, 2, "1f1b", 24, 0.03};
   PipelineRun run;
   ASSERT_NO_FATAL_FAILURE(runPipeline(c, run));
   const auto losses = pipelineLosses(run, c.iterations);
-  const double first = (losses[0] + losses[1] + losses[2]) / 3;
-  const double last = (losses[17] + losses[18] + losses[19]) / 3;
+  // Batches of 8 are noisy: compare the means of the first and the last four steps.
+  const double first = (losses[0] + losses[1] + losses[2] + losses[3]) / 4;
+  const double last = (losses[20] + losses[21] + losses[22] + losses[23]) / 4;
   EXPECT_LT(last, 0.5 * first) << "first " << first << ", last " << last;
   // Telemetry carries a timeline for every step on every worker.
   for (auto& log : run.logs) {
     const auto reports = log->iterations();
-    ASSERT_EQ(reports.size(), 20u);
+    ASSERT_EQ(reports.size(), 24u);
     const auto& r = reports.back();
     EXPECT_GT(r.iteration_ms(), 0);
     EXPECT_GT(r.samples_per_second(), 0);
