@@ -181,4 +181,13 @@ std::vector<std::string> TextTable::lines(std::string_view indent) const {
   return out;
 }
 
+std::string describeMembers(const Stage& stage, const Cluster& cluster, int micro_batch) {
+  std::string out;
+  for (const auto& m : stage.members) {
+    out += (out.empty() ? "" : ", ") + cluster.device(m.device).name + " " + std::to_string(m.samples) + "/" +
+           std::to_string(micro_batch);
+  }
+  return out;
+}
+
 }  // namespace stagecraft::cli

@@ -63,6 +63,8 @@ std::string describeLayers(const ModelSpec& model, int begin, int end);
 
 /// Devices that compute at least one sample of each micro-batch.
 int devicesUsed(const Plan& plan);
+/// "edge-1 3/4, edge-2 1/4": a stage's members with their share of the micro-batch.
+std::string describeMembers(const Stage& stage, const Cluster& cluster, int micro_batch);
 
 /// A plain-text table: a header row and aligned columns, numbers right-aligned.
 class TextTable {

@@ -15,15 +15,6 @@ namespace {
 
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
 
-std::string describeMembers(const Stage& stage, const Cluster& cluster, int micro_batch) {
-  std::string out;
-  for (const auto& m : stage.members) {
-    out += (out.empty() ? "" : ", ") + cluster.device(m.device).name + " " + std::to_string(m.samples) + "/" +
-           std::to_string(micro_batch);
-  }
-  return out;
-}
-
 /// The human explanation of a plan, one line per entry; printed as is, and the
 /// `explanation` of the JSON report.
 std::vector<std::string> explainPlan(const PlanOutcome& outcome, const CostModel& cost, const PlanEstimate& estimate,

@@ -135,15 +135,6 @@ double measuredSamplesPerSecond(const std::vector<control::StepResult>& steps, i
   return ms > 0 ? batch * 1000.0 * static_cast<double>(steps.size() - first) / ms : 0;
 }
 
-std::string describeMembers(const Stage& stage, const Cluster& cluster, int micro_batch) {
-  std::string out;
-  for (const auto& m : stage.members) {
-    out += (out.empty() ? "" : ", ") + cluster.device(m.device).name + " " + std::to_string(m.samples) + "/" +
-           std::to_string(micro_batch);
-  }
-  return out;
-}
-
 }  // namespace
 
 int runRun(std::span<const std::string> args) {
