@@ -1,4 +1,6 @@
-// Profile, weights in and out, and the emulation knobs, on real workers.
+// Profile, weights in and out, the emulation knobs and server reflection, on real workers.
+#include <grpcpp/generic/generic_stub.h>
+
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
 #include "torch_stage.h"
@@ -130,6 +132,46 @@ TEST(RuntimeService, BandwidthPacesSendsAndSlowdownStretchesCompute) {
   EXPECT_GT(meanMs(slow_report, "forward"), 2 * meanMs(fast_report, "forward"));
   EXPECT_GT(meanMs(slow_report, "backward"), 2 * meanMs(fast_report, "backward"));
   EXPECT_GT(slow_report.busy_fraction(), fast_report.busy_fraction());
+}
+
+// A reflection client generated from reflection.proto cannot share a binary with
+// libgrpc++_reflection (BUILD-NOTES), so this one speaks the protocol as raw bytes.
+TEST(RuntimeService, ServerReflectionListsTheWorkerService) {
+  WorkerProcess w("reflected");
+  grpc::GenericStub stub(makeChannel(w.address()));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto call = stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  auto step = [&](int expected) {
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(tag, reinterpret_cast<void*>(expected));
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_NO_FATAL_FAILURE(step(1));
+  ASSERT_TRUE(ok);
+  const char request[] = {0x3a, 0x00};  // ServerReflectionRequest { list_services: "" }
+  grpc::Slice slice(request, sizeof request);
+  call->Write(grpc::ByteBuffer(&slice, 1), reinterpret_cast<void*>(2));
+  ASSERT_NO_FATAL_FAILURE(step(2));
+  grpc::ByteBuffer reply;
+  call->Read(&reply, reinterpret_cast<void*>(3));
+  ASSERT_NO_FATAL_FAILURE(step(3));
+  ASSERT_TRUE(ok);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(reply.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_NE(bytes.find("stagecraft.v1.Worker"), std::string::npos);
+  context.TryCancel();
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  ASSERT_NO_FATAL_FAILURE(step(4));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace
