@@ -337,8 +337,8 @@ double measureMatmulGflops() {
 }
 
 v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown) {
-  std::vector<int> sizes(request.micro_batches().begin(), request.micro_batches().end());
-  if (sizes.empty()) sizes.push_back(1);
+  const auto& asked = request.micro_batches();
+  const std::vector<int> sizes = asked.empty() ? std::vector<int>{1} : std::vector<int>(asked.begin(), asked.end());
   for (int size : sizes) {
     if (size <= 0) throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) + " is not positive");
   }
