@@ -180,11 +180,26 @@ class TelemetryLog {
     return found;
   }
 
-  /// Waits for `finished` or an error; the error's text, or "" when finished.
-  std::string waitFinished(std::chrono::milliseconds timeout) {
-    auto e = waitFor([](const v1::TelemetryEvent& e) { return e.has_finished() || e.has_error(); }, timeout);
-    if (!e) return "no finished or error event within the deadline";
-    return e->has_error() ? e->error() : "";
+  /// Waits for the `nth` `finished` event or any error; the error's text, or "" when
+  /// finished.
+  std::string waitFinished(std::chrono::milliseconds timeout, int nth = 1) {
+    std::unique_lock lock(mutex_);
+    std::string outcome = "no finished or error event within the deadline";
+    changed_.wait_for(lock, timeout, [&] {
+      int finished = 0;
+      for (const auto& e : events_) {
+        if (e.has_error()) {
+          outcome = e.error();
+          return true;
+        }
+        if (e.has_finished() && ++finished == nth) {
+          outcome.clear();
+          return true;
+        }
+      }
+      return ended_;
+    });
+    return outcome;
   }
 
   std::vector<v1::IterationReport> iterations() {

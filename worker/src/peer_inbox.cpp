@@ -1,5 +1,7 @@
 #include "peer_inbox.h"
 
+#include <cstdio>
+
 namespace stagecraft::worker {
 
 void PeerInbox::open(const std::string& job) {
@@ -62,11 +64,11 @@ std::vector<v1::PeerTensor> PeerInbox::take(std::int64_t step, int micro_batch, 
   if (aborted_) throw *aborted_;
   if (!done) {
     const int have = coveredLocked(step, micro_batch, gradient, begin, count);
-    throw WorkerError(ErrorCode::DeadlineExceeded,
-                      std::string("no ") + (gradient ? "gradients" : "activations") + " for samples " +
-                          std::to_string(begin + have) + ".." + std::to_string(begin + count - 1) +
-                          " of micro-batch " + std::to_string(micro_batch) + " of step " + std::to_string(step) +
-                          " within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s");
+    char text[200];
+    std::snprintf(text, sizeof text, "no %s for samples %d..%d of micro-batch %d of step %lld within %.1f s",
+                  gradient ? "gradients" : "activations", begin + have, begin + count - 1, micro_batch,
+                  static_cast<long long>(step), static_cast<double>(timeout.count()) / 1000.0);
+    throw WorkerError(ErrorCode::DeadlineExceeded, text);
   }
   std::vector<v1::PeerTensor> out;
   int at = begin;

@@ -142,6 +142,7 @@ void PeerOutbox::flush(std::chrono::milliseconds timeout) {
     return true;
   });
   if (error_) throw *error_;
+  if (cancelled_) throw WorkerError(ErrorCode::Aborted, "sends to peers were cancelled");
   if (!done) throw WorkerError(ErrorCode::DeadlineExceeded, "peers did not take the last tensors in time");
 }
 

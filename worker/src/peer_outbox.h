@@ -44,8 +44,8 @@ class PeerOutbox {
   ~PeerOutbox();
 
   void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor);
-  /// Waits until everything queued is written; throws the first send error, or
-  /// DeadlineExceeded after `timeout`.
+  /// Waits until everything queued is written; throws the first send error, Aborted
+  /// after cancel(), or DeadlineExceeded after `timeout`.
   void flush(std::chrono::milliseconds timeout);
   /// Drops queued tensors and cancels the streams (a stopped or failed job).
   void cancel();

@@ -200,8 +200,10 @@ struct StageRuntime::Impl {
     }
     checkStop();
     if (layout.group_size > 1) allReduceGradients();
-    optimizer->step();
+    // Everything of this step reached the peers before the weights move on, so a stop
+    // never leaves this stage a step ahead of its neighbours.
     outbox.flush(env.peer_timeout);
+    optimizer->step();
     for (const auto& r : outbox.takeRecords()) {
       event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
     }
@@ -257,6 +259,7 @@ StageRuntime::~StageRuntime() = default;
 const StageLayout& StageRuntime::layout() const { return impl_->layout; }
 std::int64_t StageRuntime::step() const { return impl_->step; }
 void StageRuntime::arm() { impl_->stop = false; }
+bool StageRuntime::stopRequested() const { return impl_->stop; }
 
 void StageRuntime::run(std::int64_t iterations) {
   Impl& d = *impl_;
@@ -279,8 +282,7 @@ void StageRuntime::run(std::int64_t iterations) {
     for (std::int64_t i = 0; iterations == 0 || i < iterations; ++i) d.iterate(outbox);
   } catch (...) {
     outbox.cancel();
-    // A failure inside autograd (e.g. a wait aborted mid-backward) leaves nothing held:
-    // the saved tensors went with iterate()'s frame.
+    // Whatever a stop interrupted (a wait, a send, the all-reduce), it reads as the stop.
     if (d.stop) throw WorkerError(ErrorCode::Aborted, "job '" + d.layout.job + "' was stopped");
     throw;
   }
@@ -335,8 +337,8 @@ double measureMatmulGflops() {
 }
 
 v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown) {
-  std::vector<int> sizes(request.micro_batches().begin(), request.micro_batches().end());
-  if (sizes.empty()) sizes.push_back(1);
+  const auto& asked = request.micro_batches();
+  const std::vector<int> sizes = asked.empty() ? std::vector<int>{1} : std::vector<int>(asked.begin(), asked.end());
   for (int size : sizes) {
     if (size <= 0) throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) + " is not positive");
   }

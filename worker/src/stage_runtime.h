@@ -46,6 +46,7 @@ class StageRuntime {
   void run(std::int64_t iterations);
   /// Makes run() return soon with Aborted: wakes its waits, cancels its sends.
   void requestStop();
+  bool stopRequested() const;
 
   v1::StageWeights weights();
   /// Replaces parameters and buffers, restarts the optimizer's state, and moves to the

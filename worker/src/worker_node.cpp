@@ -187,7 +187,8 @@ void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t itera
     runtime->run(iterations);
     outcome.set_finished(true);
   } catch (const WorkerError& e) {
-    if (e.code() == ErrorCode::Aborted) {
+    // Aborted by our own Stop is a stop; aborted by a peer's is an error to report.
+    if (e.code() == ErrorCode::Aborted && runtime->stopRequested()) {
       outcome.set_log("stopped at step " + std::to_string(runtime->step()));
     } else {
       outcome.set_error(describeError(std::current_exception()));

@@ -32,9 +32,10 @@ grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::Te
   auto& hub = node_.telemetry();
   auto subscription = hub.subscribe();
   // The first event tells the subscriber it will see everything from now on.
+  const v1::WorkerInfo info = node_.describe();
   v1::TelemetryEvent hello;
-  hello.set_worker(node_.describe().name());
-  hello.set_job(node_.describe().job());
+  hello.set_worker(info.name());
+  hello.set_job(info.job());
   hello.set_log("telemetry subscribed");
   bool open = writer->Write(hello);
   while (open && !context->IsCancelled() && !subscription->closed()) {

@@ -1,0 +1,178 @@
+// Profile, weights in and out, the emulation knobs and server reflection, on real workers.
+#include <grpcpp/generic/generic_stub.h>
+
+#include "model/zoo.h"
+#include "runtime_test_driver.h"
+#include "torch_stage.h"
+
+namespace stagecraft::worker::testing {
+namespace {
+
+v1::StageAssignment singleStage(WorkerProcess& w, const std::string& job) {
+  v1::StageAssignment a;
+  a.set_job(job);
+  *a.mutable_model() = zooModel("mlp");
+  a.set_stage(0);
+  a.set_stages(1);
+  a.set_layer_begin(0);
+  a.set_layer_end(8);
+  *a.add_group() = member(w.name(), w.address(), 4);
+  a.set_batch_size(8);
+  a.set_microbatches(2);
+  a.mutable_optimizer()->set_kind("sgd");
+  a.mutable_optimizer()->set_lr(0.01);
+  a.set_seed(3);
+  return a;
+}
+
+TEST(RuntimeService, ProfileTimesEveryLayerAtEverySize) {
+  WorkerProcess w("profiler");
+  v1::ProfileRequest request;
+  *request.mutable_model() = zooModel("mlp");
+  request.add_micro_batches(1);
+  request.add_micro_batches(2);
+  request.set_repeats(1);
+  v1::DeviceProfile profile;
+  const auto status = w.call(&v1::Worker::Stub::Profile, request, &profile);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(profile.device(), "profiler");
+  ASSERT_EQ(profile.batches_size(), 2);
+  for (const auto& b : profile.batches()) {
+    ASSERT_EQ(b.layers_size(), 8);
+    for (const auto& l : b.layers()) {
+      EXPECT_GT(l.forward_ms(), 0);
+      EXPECT_GT(l.backward_ms(), 0);
+    }
+  }
+}
+
+TEST(RuntimeService, WeightsGoOutAndComeBackInAndDeployLoadsGivenWeights) {
+  WorkerProcess a("a");
+  WorkerProcess b("b");
+  v1::DeployReply deployed;
+  ASSERT_TRUE(a.call(&v1::Worker::Stub::Deploy, singleStage(a, "weights"), &deployed).ok());
+  v1::StageWeights weights;
+  ASSERT_TRUE(a.call(&v1::Worker::Stub::GetWeights, v1::GetWeightsRequest(), &weights).ok());
+  EXPECT_EQ(weights.layer_begin(), 0);
+  EXPECT_EQ(weights.layer_end(), 8);
+  EXPECT_EQ(weights.tensors_size(), 16);  // weight and bias of 8 Linear layers
+  EXPECT_EQ(weights.step(), 0);
+
+  // Back in, at step 7: the worker continues from there.
+  weights.set_step(7);
+  v1::SetWeightsReply set;
+  ASSERT_TRUE(a.call(&v1::Worker::Stub::SetWeights, weights, &set).ok());
+  v1::HeartbeatReply beat;
+  ASSERT_TRUE(a.call(&v1::Worker::Stub::Heartbeat, v1::HeartbeatRequest(), &beat).ok());
+  EXPECT_EQ(beat.step(), 7);
+  EXPECT_EQ(beat.state(), "deployed");
+
+  // Weights of other layers, or with a tensor missing, are refused whole.
+  v1::StageWeights wrong = weights;
+  wrong.set_layer_end(7);
+  EXPECT_EQ(a.call(&v1::Worker::Stub::SetWeights, wrong, &set).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  wrong = weights;
+  wrong.mutable_tensors()->RemoveLast();
+  EXPECT_EQ(a.call(&v1::Worker::Stub::SetWeights, wrong, &set).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Deploy with weights: b starts from a's weights with the first tensor zeroed.
+  v1::StageAssignment given = singleStage(b, "weights");
+  *given.mutable_weights() = weights;
+  *given.mutable_weights()->mutable_tensors(0) =
+      toProto(torch::zeros_like(fromProto(weights.tensors(0))), weights.tensors(0).name());
+  ASSERT_TRUE(b.call(&v1::Worker::Stub::Deploy, given, &deployed).ok());
+  v1::StageWeights loaded;
+  ASSERT_TRUE(b.call(&v1::Worker::Stub::GetWeights, v1::GetWeightsRequest(), &loaded).ok());
+  EXPECT_EQ(fromProto(loaded.tensors(0)).abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(torch::equal(fromProto(loaded.tensors(1)), fromProto(weights.tensors(1))));
+}
+
+double meanMs(const v1::IterationReport& r, const std::string& kind) {
+  double total = 0;
+  int n = 0;
+  for (const auto& e : r.timeline()) {
+    if (e.kind() == kind) {
+      total += e.end_ms() - e.start_ms();
+      ++n;
+    }
+  }
+  return n > 0 ? total / n : 0;
+}
+
+TEST(RuntimeService, BandwidthPacesSendsAndSlowdownStretchesCompute) {
+  WorkerProcess slow("slow", {"--bandwidth-mbps", "20", "--slowdown", "5"});
+  WorkerProcess fast("fast");
+  TelemetryLog slow_log(slow.stub());
+  TelemetryLog fast_log(fast.stub());
+  v1::StageAssignment first = singleStage(slow, "emulated");
+  first.set_stages(2);
+  first.set_layer_end(4);
+  *first.add_next() = member("fast", fast.address(), 4);
+  v1::StageAssignment second = singleStage(fast, "emulated");
+  second.set_stage(1);
+  second.set_stages(2);
+  second.set_layer_begin(4);
+  *second.add_previous() = member("slow", slow.address(), 4);
+  v1::DeployReply deployed;
+  ASSERT_TRUE(slow.call(&v1::Worker::Stub::Deploy, first, &deployed).ok());
+  ASSERT_TRUE(fast.call(&v1::Worker::Stub::Deploy, second, &deployed).ok());
+  v1::StartRequest start;
+  start.set_job("emulated");
+  start.set_iterations(2);
+  v1::StartReply started;
+  ASSERT_TRUE(slow.call(&v1::Worker::Stub::Start, start, &started).ok());
+  ASSERT_TRUE(fast.call(&v1::Worker::Stub::Start, start, &started).ok());
+  ASSERT_EQ(slow_log.waitFinished(60s), "");
+  ASSERT_EQ(fast_log.waitFinished(60s), "");
+  const auto slow_report = slow_log.iterations().back();
+  const auto fast_report = fast_log.iterations().back();
+  // 4 samples x 2048 floats = 32 KiB per activation: >= 13 ms on a 20 Mbit/s link.
+  EXPECT_GE(meanMs(slow_report, "send"), 13.0);
+  // Slowed 5x on slightly more work than the last stage's: well over twice as long.
+  EXPECT_GT(meanMs(slow_report, "forward"), 2 * meanMs(fast_report, "forward"));
+  EXPECT_GT(meanMs(slow_report, "backward"), 2 * meanMs(fast_report, "backward"));
+  EXPECT_GT(slow_report.busy_fraction(), fast_report.busy_fraction());
+}
+
+// A reflection client generated from reflection.proto cannot share a binary with
+// libgrpc++_reflection (BUILD-NOTES), so this one speaks the protocol as raw bytes.
+TEST(RuntimeService, ServerReflectionListsTheWorkerService) {
+  WorkerProcess w("reflected");
+  grpc::GenericStub stub(makeChannel(w.address()));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto call = stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  auto step = [&](int expected) {
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(tag, reinterpret_cast<void*>(expected));
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_NO_FATAL_FAILURE(step(1));
+  ASSERT_TRUE(ok);
+  const char request[] = {0x3a, 0x00};  // ServerReflectionRequest { list_services: "" }
+  grpc::Slice slice(request, sizeof request);
+  call->Write(grpc::ByteBuffer(&slice, 1), reinterpret_cast<void*>(2));
+  ASSERT_NO_FATAL_FAILURE(step(2));
+  grpc::ByteBuffer reply;
+  call->Read(&reply, reinterpret_cast<void*>(3));
+  ASSERT_NO_FATAL_FAILURE(step(3));
+  ASSERT_TRUE(ok);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(reply.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_NE(bytes.find("stagecraft.v1.Worker"), std::string::npos);
+  context.TryCancel();
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  ASSERT_NO_FATAL_FAILURE(step(4));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft::worker::testing
