@@ -10,25 +10,18 @@
 #include "control/net.h"
 #include "control/telemetry.h"
 #include "control/worker_status.h"
+#include "control_fixtures.h"
 #include "io/error.h"
 
 namespace stagecraft {
 namespace {
 
+using testing::iteration;
+
 using control::StepResult;
 using control::TelemetryAggregator;
 using control::WorkerError;
 using std::chrono::milliseconds;
-
-v1::TelemetryEvent iteration(const std::string& job, std::int64_t step, double loss, int samples, double ms) {
-  v1::TelemetryEvent e;
-  e.set_job(job);
-  e.mutable_iteration()->set_step(step);
-  e.mutable_iteration()->set_loss(loss);
-  e.mutable_iteration()->set_loss_samples(samples);
-  e.mutable_iteration()->set_iteration_ms(ms);
-  return e;
-}
 
 TEST(ControlNet, SplitsHostAndPort) {
   EXPECT_EQ(control::splitHostPort("127.0.0.1:50051")->port, 50051);

@@ -19,6 +19,7 @@
 #include "control/telemetry.h"
 #include "cost/cost_model.h"
 #include "fake_worker.h"
+#include "control_fixtures.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "planner/planner.h"
@@ -26,6 +27,10 @@
 
 namespace stagecraft {
 namespace {
+
+using testing::quickOptions;
+using testing::closedPort;
+using testing::iteration;
 
 namespace fs = std::filesystem;
 using control::Coordinator;
@@ -73,27 +78,6 @@ Plan hybridPlan() {
   plan.optimizer = Optimizer::Adam;
   plan.stages = {{0, 2, {{1, 3}, {0, 1}}}, {2, 5, {{2, 4}}}, {5, 8, {{4, 1}, {3, 3}}}};
   return plan;
-}
-
-CoordinatorOptions quickOptions() {
-  CoordinatorOptions options;
-  options.call_timeout = milliseconds(2000);
-  options.probe_after = milliseconds(200);
-  options.silence_limit = milliseconds(3000);
-  return options;
-}
-
-/// A port nothing listens on.
-int closedPort() { return control::freeLoopbackPorts(1).front(); }
-
-v1::TelemetryEvent iteration(const std::string& job, std::int64_t step, double loss, int samples, double ms) {
-  v1::TelemetryEvent e;
-  e.set_job(job);
-  e.mutable_iteration()->set_step(step);
-  e.mutable_iteration()->set_loss(loss);
-  e.mutable_iteration()->set_loss_samples(samples);
-  e.mutable_iteration()->set_iteration_ms(ms);
-  return e;
 }
 
 // ---------------------------------------------------------------- assignments

@@ -12,6 +12,7 @@
 #include "control/coordinator.h"
 #include "control/local_cluster.h"
 #include "control/net.h"
+#include "control_fixtures.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "test_fixtures.h"
@@ -19,22 +20,14 @@
 namespace stagecraft {
 namespace {
 
+using testing::quickOptions;
+using testing::closedPort;
+
 namespace fs = std::filesystem;
 using control::Coordinator;
 using control::CoordinatorOptions;
 using control::WorkerError;
 using std::chrono::milliseconds;
-
-/// A port nothing listens on.
-int closedPort() { return control::freeLoopbackPorts(1).front(); }
-
-CoordinatorOptions quickOptions() {
-  CoordinatorOptions options;
-  options.call_timeout = milliseconds(2000);
-  options.probe_after = milliseconds(200);
-  options.silence_limit = milliseconds(3000);
-  return options;
-}
 
 class LocalClusterTest : public ::testing::Test {
  protected:
