@@ -1,0 +1,64 @@
+// stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME,
+// --lang LOCALE (e.g. zh_CN; default: the system's).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QLibraryInfo>
+#include <QLocale>
+#include <QTranslator>
+
+#include "window/main_window.h"
+
+int main(int argc, char* argv[]) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Stagecraft"));
+  QApplication::setApplicationName(QStringLiteral("stagecraft"));
+  QApplication::setApplicationDisplayName(QStringLiteral("Stagecraft"));
+  QApplication::setApplicationVersion(QStringLiteral(STAGECRAFT_VERSION));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/stagecraft.svg")));
+  QApplication::setDesktopFileName(QStringLiteral("stagecraft"));
+
+  // --lang is read before the parser so --help is already translated.
+  QString lang = QLocale::system().name();
+  const QStringList args = QApplication::arguments();
+  for (qsizetype i = 1; i < args.size(); ++i) {
+    if (args[i] == QLatin1String("--lang") && i + 1 < args.size()) lang = args[i + 1];
+    if (args[i].startsWith(QLatin1String("--lang="))) lang = args[i].mid(7);
+  }
+  const QLocale locale(lang);
+  QLocale::setDefault(locale);
+  QTranslator qt_translator;
+  if (qt_translator.load(locale, QStringLiteral("qtbase"), QStringLiteral("_"),
+                         QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
+    QApplication::installTranslator(&qt_translator);
+  }
+  QTranslator translator;
+  if (translator.load(locale, QStringLiteral("stagecraft"), QStringLiteral("_"), QStringLiteral(":/i18n"))) {
+    QApplication::installTranslator(&translator);
+  }
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QApplication::translate("main", "Plan, run and watch hybrid-pipeline training on heterogeneous edge devices."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption cluster_option(
+      QStringLiteral("cluster"),
+      QApplication::translate("main", "Open the cluster <file> (or a shipped cluster's name)."),
+      QApplication::translate("main", "file"));
+  const QCommandLineOption plan_option(QStringLiteral("plan"),
+                                       QApplication::translate("main", "Open the plan <file>."),
+                                       QApplication::translate("main", "file"));
+  const QCommandLineOption model_option(QStringLiteral("model"),
+                                        QApplication::translate("main", "Select the model <name> from the zoo."),
+                                        QApplication::translate("main", "name"));
+  const QCommandLineOption lang_option(QStringLiteral("lang"),
+                                       QApplication::translate("main", "User interface language, e.g. zh_CN."),
+                                       QApplication::translate("main", "locale"));
+  parser.addOptions({cluster_option, plan_option, model_option, lang_option});
+  parser.process(app);
+
+  stagecraft::gui::MainWindow window;
+  window.show();
+  window.openStartup(parser.value(cluster_option), parser.value(model_option), parser.value(plan_option));
+  return QApplication::exec();
+}
