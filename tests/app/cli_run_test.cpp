@@ -1,11 +1,7 @@
 // stagecraft-cli's worker commands (cluster up/down/status, profile, run): their argument
 // errors, fast one-line failures when workers are missing, and the whole path against
 // stagecraft-fake-worker processes standing in for stagecraft-worker.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,40 +12,20 @@
 #include <vector>
 
 #include "control/net.h"
+#include "captured_run.h"
 #include "io/json_io.h"
 #include "stagecraft/v1/cluster.pb.h"
 #include "stagecraft/v1/report.pb.h"
-
-extern char** environ;
 
 namespace stagecraft {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> linesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using test_support::CapturedRun;
+using test_support::contains;
+using test_support::linesOf;
+using test_support::runCaptured;
+using test_support::slurp;
 
 class CliRunTest : public ::testing::Test {
  protected:
@@ -70,33 +46,9 @@ class CliRunTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  RunResult run(const std::vector<std::string>& args) {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> storage{STAGECRAFT_CLI};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    RunResult result;
-    const auto started = Clock::now();
-    const int spawned = posix_spawn(&pid, STAGECRAFT_CLI, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot spawn " << STAGECRAFT_CLI;
-      return result;
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = slurp(out);
-    result.err = slurp(err);
+  CapturedRun run(const std::vector<std::string>& args) {
+    CapturedRun result = runCaptured(STAGECRAFT_CLI, args, dir_);
+    if (result.exit_code < 0) ADD_FAILURE() << result.err;
     return result;
   }
 
@@ -130,7 +82,7 @@ class CliRunTest : public ::testing::Test {
 
 #define EXPECT_ONE_LINE_FAILURE(result, status)                          \
   do {                                                                   \
-    const RunResult& r_ = (result);                                      \
+    const CapturedRun& r_ = (result);                                      \
     EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                 \
     const auto lines_ = linesOf(r_.err);                                 \
     ASSERT_EQ(lines_.size(), 1u) << r_.err;                              \
@@ -146,19 +98,19 @@ TEST_F(CliRunTest, HelpOnEveryWorkerCommandExitsZero) {
                                                           {"run", "--help"},
                                                           {"help", "run"}};
   for (const auto& command : commands) {
-    const RunResult r = run(command);
+    const CapturedRun r = run(command);
     EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
     EXPECT_TRUE(r.out.starts_with("Usage: stagecraft-cli ")) << r.out;
     EXPECT_TRUE(r.err.empty()) << r.err;
   }
-  const RunResult top = run({"--help"});
+  const CapturedRun top = run({"--help"});
   for (const char* command : {"cluster", "profile", "run"}) EXPECT_TRUE(contains(top.out, command)) << command;
   EXPECT_TRUE(contains(run({"run", "--help"}).out, "--local"));
 }
 
 TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
   const std::string cluster = writeDuo();
-  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "5"});
+  const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "5"});
   EXPECT_ONE_LINE_FAILURE(r, 1);
   EXPECT_TRUE(contains(r.err, "worker 'a' (" + addresses_[0] + ") is not reachable")) << r.err;
   EXPECT_TRUE(contains(r.err, "run `stagecraft-cli cluster up --cluster " + cluster + "` first")) << r.err;
@@ -167,21 +119,21 @@ TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
 }
 
 TEST_F(CliRunTest, ProfileAgainstClosedPortsFailsFast) {
-  const RunResult r = run({"profile", "--cluster", writeDuo(), "--model", "mlp", "--json"});
+  const CapturedRun r = run({"profile", "--cluster", writeDuo(), "--model", "mlp", "--json"});
   EXPECT_ONE_LINE_FAILURE(r, 1);
   EXPECT_TRUE(contains(r.err, "is not reachable")) << r.err;
   EXPECT_LT(r.seconds, 5.0);
 }
 
 TEST_F(CliRunTest, StatusOfAClusterWithoutWorkersSaysSo) {
-  const RunResult r = run({"cluster", "status", "--cluster", writeDuo()});
+  const CapturedRun r = run({"cluster", "status", "--cluster", writeDuo()});
   EXPECT_ONE_LINE_FAILURE(r, 1);
   EXPECT_TRUE(contains(r.err, "(+1 more)")) << r.err;
   EXPECT_TRUE(contains(r.out, "unreachable")) << r.out;
 }
 
 TEST_F(CliRunTest, DeviceWithoutAddressAsksForClusterUp) {
-  const RunResult r = run({"run", "--cluster", writeDuo(false), "--model", "mlp", "--steps", "1"});
+  const CapturedRun r = run({"run", "--cluster", writeDuo(false), "--model", "mlp", "--steps", "1"});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_TRUE(contains(r.err, "device 'a' has no worker address")) << r.err;
   EXPECT_TRUE(contains(r.err, "cluster up")) << r.err;
@@ -218,7 +170,7 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
     std::string line;
     for (const auto& a : args) line += a + " ";
     SCOPED_TRACE(line);
-    const RunResult r = run(args);
+    const CapturedRun r = run(args);
     EXPECT_ONE_LINE_FAILURE(r, 2);
     EXPECT_LT(r.seconds, 5.0);
   }
@@ -226,7 +178,7 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
 
 TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   const std::string cluster = writeDuo();
-  const RunResult up =
+  const CapturedRun up =
       run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER, "--json"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   v1::ClusterStatusReport report;
@@ -241,12 +193,12 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   // Up twice is refused while the workers run.
   EXPECT_ONE_LINE_FAILURE(run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER}), 2);
 
-  const RunResult status = run({"cluster", "status", "--cluster", cluster});
+  const CapturedRun status = run({"cluster", "status", "--cluster", cluster});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   EXPECT_TRUE(contains(status.out, "idle")) << status.out;
 
   const fs::path profiles = dir_ / "profiles.json";
-  const RunResult profile =
+  const CapturedRun profile =
       run({"profile", "--cluster", cluster, "--model", "mlp", "--micro-batches", "2,8", "--out", profiles.string()});
   ASSERT_EQ(profile.exit_code, 0) << profile.err;
   v1::ProfileSet set;
@@ -257,7 +209,7 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   // The existing --profile flag of plan reads it.
   EXPECT_EQ(run({"plan", "--cluster", cluster, "--model", "mlp", "--profile", profiles.string()}).exit_code, 0);
 
-  const RunResult train = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "6", "--batch", "16",
+  const CapturedRun train = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "6", "--batch", "16",
                                "--microbatches", "4", "--json"});
   ASSERT_EQ(train.exit_code, 0) << train.err;
   v1::RunReport result;
@@ -277,7 +229,7 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   // Progress went to stderr, a line per step when it is not a terminal.
   EXPECT_TRUE(contains(train.err, "step 6/6")) << train.err;
 
-  const RunResult down = run({"cluster", "down", "--cluster", cluster});
+  const CapturedRun down = run({"cluster", "down", "--cluster", cluster});
   ASSERT_EQ(down.exit_code, 0) << down.err;
   EXPECT_TRUE(contains(down.out, "Stopped 2 workers")) << down.out;
   EXPECT_FALSE(fs::exists(statePath()));
@@ -286,7 +238,7 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
 
 TEST_F(CliRunTest, RunLocalStartsWorkersForTheRunAndStopsThem) {
   const std::string cluster = writeDuo();
-  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "3", "--local", "--worker-binary",
+  const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "3", "--local", "--worker-binary",
                            STAGECRAFT_FAKE_WORKER, "--no-profile"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "Trained mlp on duo for 3 steps")) << r.out;
@@ -299,7 +251,7 @@ TEST_F(CliRunTest, WorkerErrorDuringRunNamesTheWorkerAndStopsTheLocalWorkers) {
   const std::string cluster = writeDuo();
   setenv("STAGECRAFT_FAKE_FAIL", "b@2", 1);
   // Data parallel puts both devices to work, so b's error is in the run.
-  const RunResult r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "50", "--planner", "dp", "--local",
+  const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "50", "--planner", "dp", "--local",
                            "--worker-binary", STAGECRAFT_FAKE_WORKER});
   unsetenv("STAGECRAFT_FAKE_FAIL");
   EXPECT_EQ(r.exit_code, 1) << r.err;

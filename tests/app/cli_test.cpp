@@ -1,10 +1,6 @@
 // Runs the real stagecraft-cli binary and pins its contract: exit statuses, one-line
 // failures on stderr, and --json output that parses as the report protos.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "captured_run.h"
 #include "io/json_io.h"
 #include "planner/planner.h"
 #include "stagecraft/v1/cluster.pb.h"
@@ -20,32 +17,15 @@
 #include "stagecraft/v1/plan.pb.h"
 #include "stagecraft/v1/report.pb.h"
 
-extern char** environ;
-
 namespace stagecraft {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> linesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using test_support::CapturedRun;
+using test_support::contains;
+using test_support::linesOf;
+using test_support::runCaptured;
+using test_support::slurp;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -60,31 +40,9 @@ class CliTest : public ::testing::Test {
   }
 
   /// Runs stagecraft-cli with `args`, stdout and stderr captured to files.
-  RunResult run(const std::vector<std::string>& args) {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> storage{STAGECRAFT_CLI};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    RunResult result;
-    const int spawned = posix_spawn(&pid, STAGECRAFT_CLI, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot spawn " << STAGECRAFT_CLI;
-      return result;
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = slurp(out);
-    result.err = slurp(err);
+  CapturedRun run(const std::vector<std::string>& args) {
+    CapturedRun result = runCaptured(STAGECRAFT_CLI, args, dir_);
+    if (result.exit_code < 0) ADD_FAILURE() << result.err;
     return result;
   }
 
@@ -103,7 +61,7 @@ class CliTest : public ::testing::Test {
 
   /// A plan file for mlp from the data-parallel planner (a real planner, not a placeholder).
   v1::Plan makePlanFile(const fs::path& path) {
-    const RunResult r = run({"plan", "--model", "mlp", "--cluster", "cloud-edge-end", "--planner", "dp-weighted",
+    const CapturedRun r = run({"plan", "--model", "mlp", "--cluster", "cloud-edge-end", "--planner", "dp-weighted",
                              "--out", path.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     v1::Plan plan;
@@ -117,7 +75,7 @@ class CliTest : public ::testing::Test {
 /// Bad input: a non-zero status and exactly one `stagecraft-cli: ...` line on stderr.
 #define EXPECT_ONE_LINE_FAILURE(result, status)                                   \
   do {                                                                            \
-    const RunResult& r_ = (result);                                               \
+    const CapturedRun& r_ = (result);                                               \
     EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                          \
     const auto lines_ = linesOf(r_.err);                                          \
     ASSERT_EQ(lines_.size(), 1u) << r_.err;                                       \
@@ -125,7 +83,7 @@ class CliTest : public ::testing::Test {
   } while (false)
 
 TEST_F(CliTest, ModelsJsonListsTheFiveZooModels) {
-  const RunResult r = run({"models", "--json"});
+  const CapturedRun r = run({"models", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::ModelList list;
   io::parseJson(r.out, list, "models --json");
@@ -140,7 +98,7 @@ TEST_F(CliTest, ModelsJsonListsTheFiveZooModels) {
 }
 
 TEST_F(CliTest, ModelsTableNamesEveryModel) {
-  const RunResult r = run({"models"});
+  const CapturedRun r = run({"models"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"mlp", "vgg11", "resnet18", "mobilenetv2", "gpt-mini"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
@@ -148,7 +106,7 @@ TEST_F(CliTest, ModelsTableNamesEveryModel) {
 }
 
 TEST_F(CliTest, CompareJsonHasOneRowPerPlannerAndAPositiveIdeal) {
-  const RunResult r = run({"compare", "--model", "resnet18", "--cluster", "cloud-edge-end", "--json"});
+  const CapturedRun r = run({"compare", "--model", "resnet18", "--cluster", "cloud-edge-end", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::CompareReport report;
   io::parseJson(r.out, report, "compare --json");
@@ -184,7 +142,7 @@ TEST_F(CliTest, CompareJsonHasOneRowPerPlannerAndAPositiveIdeal) {
 }
 
 TEST_F(CliTest, CompareTableShowsIdealAndBest) {
-  const RunResult r = run({"compare", "--model", "mlp", "--cluster", clusterPath(), "--planners", "dp,dp-weighted"});
+  const CapturedRun r = run({"compare", "--model", "mlp", "--cluster", clusterPath(), "--planners", "dp,dp-weighted"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Ideal"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Best: "), std::string::npos) << r.out;
@@ -199,7 +157,7 @@ TEST_F(CliTest, PlanOutThenSimulateRoundTrips) {
   EXPECT_GT(plan.stages_size(), 0);
 
   const fs::path trace_path = dir_ / "trace.json";
-  const RunResult r = run({"simulate", "--plan", plan_path.string(), "--cluster", clusterPath(), "--timeline",
+  const CapturedRun r = run({"simulate", "--plan", plan_path.string(), "--cluster", clusterPath(), "--timeline",
                            trace_path.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::SimulationReport report;
@@ -212,14 +170,14 @@ TEST_F(CliTest, PlanOutThenSimulateRoundTrips) {
   io::readJsonFile(trace_path.string(), trace);
   EXPECT_GT(trace.traceevents_size(), 0);
 
-  const RunResult human = run({"simulate", "--plan", plan_path.string(), "--cluster", "cloud-edge-end"});
+  const CapturedRun human = run({"simulate", "--plan", plan_path.string(), "--cluster", "cloud-edge-end"});
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("samples/s"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find("cloud-gpu"), std::string::npos) << human.out;
 }
 
 TEST_F(CliTest, PlanJsonIsAPlanReportWithExplanation) {
-  const RunResult r =
+  const CapturedRun r =
       run({"plan", "--model", "resnet18", "--cluster", "cloud-edge-end", "--planner", "gpipe", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::PlanReport report;
@@ -232,7 +190,7 @@ TEST_F(CliTest, PlanJsonIsAPlanReportWithExplanation) {
 }
 
 TEST_F(CliTest, PlanHumanOutputExplainsStagesMemoryAndThroughput) {
-  const RunResult r = run({"plan", "--model", "mlp", "--cluster", "cloud-edge-end", "--planner", "gpipe"});
+  const CapturedRun r = run({"plan", "--model", "mlp", "--cluster", "cloud-edge-end", "--planner", "gpipe"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* text : {"Stage 0: layer", "forward", "all-reduce", "limit MB", "samples/s", "bubble"}) {
     EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
@@ -249,13 +207,13 @@ TEST_F(CliTest, PlanThatCannotFitExitsThreeWithTheReason) {
   d->set_memory_mb(1);
   d->set_bandwidth_mbps(10);
   const fs::path cluster = writeJson("tiny.json", tiny);
-  const RunResult r = run({"plan", "--model", "gpt-mini", "--cluster", cluster.string(), "--planner", "dp"});
+  const CapturedRun r = run({"plan", "--model", "gpt-mini", "--cluster", cluster.string(), "--planner", "dp"});
   EXPECT_ONE_LINE_FAILURE(r, 3);
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST_F(CliTest, MissingClusterFileIsOneLineFailure) {
-  const RunResult r = run({"plan", "--model", "mlp", "--cluster", (dir_ / "absent.json").string()});
+  const CapturedRun r = run({"plan", "--model", "mlp", "--cluster", (dir_ / "absent.json").string()});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_NE(r.err.find("absent.json"), std::string::npos);
 }
@@ -284,7 +242,7 @@ TEST_F(CliTest, PlanNamingAnUnknownDeviceIsOneLineFailure) {
   ASSERT_GT(plan.stages(0).devices_size(), 0);
   plan.mutable_stages(0)->mutable_devices(0)->set_device("ghost");
   const fs::path bad = writeJson("ghost.json", plan);
-  const RunResult r = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end"});
+  const CapturedRun r = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end"});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_NE(r.err.find("ghost"), std::string::npos) << r.err;
 }
@@ -294,14 +252,14 @@ TEST_F(CliTest, PlanWithALayerGapIsInvalidOnOneLine) {
   ASSERT_GT(plan.stages_size(), 0);
   plan.mutable_stages(0)->set_layer_begin(1);
   const fs::path bad = writeJson("gap.json", plan);
-  const RunResult r = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end"});
+  const CapturedRun r = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end"});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_TRUE(r.err.starts_with("stagecraft-cli: invalid plan: ")) << r.err;
   EXPECT_NE(r.err.find("in no stage"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 
   // --json also lists every problem on stdout.
-  const RunResult json = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end", "--json"});
+  const CapturedRun json = run({"simulate", "--plan", bad.string(), "--cluster", "cloud-edge-end", "--json"});
   EXPECT_ONE_LINE_FAILURE(json, 2);
   EXPECT_NE(json.out.find("\"problems\""), std::string::npos) << json.out;
 }
@@ -312,13 +270,13 @@ TEST_F(CliTest, UnknownFlagIsOneLineFailure) {
 }
 
 TEST_F(CliTest, MissingRequiredFlagIsOneLineFailure) {
-  const RunResult r = run({"compare", "--model", "mlp"});
+  const CapturedRun r = run({"compare", "--model", "mlp"});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_NE(r.err.find("--cluster"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, UnknownModelIsOneLineFailure) {
-  const RunResult r = run({"plan", "--model", "alexnet", "--cluster", "cloud-edge-end"});
+  const CapturedRun r = run({"plan", "--model", "alexnet", "--cluster", "cloud-edge-end"});
   EXPECT_ONE_LINE_FAILURE(r, 2);
   EXPECT_NE(r.err.find("alexnet"), std::string::npos) << r.err;
 }
@@ -346,11 +304,11 @@ TEST_F(CliTest, UnknownCommandIsOneLineFailure) {
 
 TEST_F(CliTest, HelpOnEveryCommandExitsZero) {
   for (const char* command : {"models", "plan", "simulate", "compare"}) {
-    const RunResult r = run({command, "--help"});
+    const CapturedRun r = run({command, "--help"});
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("Usage: stagecraft-cli ") + command), std::string::npos) << r.out;
     EXPECT_TRUE(r.err.empty()) << r.err;
-    const RunResult via_help = run({"help", command});
+    const CapturedRun via_help = run({"help", command});
     EXPECT_EQ(via_help.exit_code, 0) << command;
     EXPECT_EQ(via_help.out, r.out);
   }
@@ -359,12 +317,12 @@ TEST_F(CliTest, HelpOnEveryCommandExitsZero) {
 }
 
 TEST_F(CliTest, TopLevelHelpListsCommandsAndVersionPrints) {
-  const RunResult help = run({"--help"});
+  const CapturedRun help = run({"--help"});
   ASSERT_EQ(help.exit_code, 0);
   for (const char* command : {"models", "plan", "simulate", "compare"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;
   }
-  const RunResult version = run({"--version"});
+  const CapturedRun version = run({"--version"});
   ASSERT_EQ(version.exit_code, 0);
   EXPECT_TRUE(version.out.starts_with("stagecraft-cli ")) << version.out;
 }
