@@ -80,6 +80,25 @@ Plan hybridPlan() {
   return plan;
 }
 
+/// Deploys `stages` of the 8-layer test model (batch 16 in 4 micro-batches) on `coordinator`.
+void deployStages(Coordinator& coordinator, std::vector<Stage> stages, Optimizer optimizer = Optimizer::Adam) {
+  Plan plan = hybridPlan();
+  plan.optimizer = optimizer;
+  plan.stages = std::move(stages);
+  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+}
+
+/// Trains `iterations` steps, which must end in a WorkerError, and returns it.
+WorkerError trainUntilFailure(Coordinator& coordinator, std::int64_t iterations) {
+  try {
+    coordinator.train(iterations);
+  } catch (const WorkerError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected the run to end with a WorkerError";
+  return WorkerError("", "the run did not fail");
+}
+
 // ---------------------------------------------------------------- assignments
 
 TEST(ControlAssignments, HybridPlanGivesEachMemberItsStageGroupRankAndNeighbours) {
@@ -390,18 +409,11 @@ TEST(ControlCoordinator, SilentWorkerIsAbortedByTheWatchdog) {
   CoordinatorOptions options = quickOptions();
   options.silence_limit = milliseconds(600);
   Coordinator coordinator(fakes.cluster, options);
-  Plan plan = hybridPlan();
-  plan.optimizer = Optimizer::Sgd;
-  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
-  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  deployStages(coordinator, {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}, Optimizer::Sgd);
   const auto started = std::chrono::steady_clock::now();
-  try {
-    coordinator.train(20);
-    FAIL();
-  } catch (const WorkerError& e) {
-    EXPECT_EQ(e.worker(), "d1");
-    EXPECT_NE(std::string(e.what()).find("sent no telemetry for 1 s (last step 1)"), std::string::npos) << e.what();
-  }
+  const WorkerError e = trainUntilFailure(coordinator, 20);
+  EXPECT_EQ(e.worker(), "d1");
+  EXPECT_NE(std::string(e.what()).find("sent no telemetry for 1 s (last step 1)"), std::string::npos) << e.what();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
 }
 
@@ -413,10 +425,7 @@ TEST(ControlCoordinator, SilentWorkerThatLostTheJobIsCaughtByHeartbeat) {
   options.probe_after = milliseconds(100);
   options.silence_limit = milliseconds(10000);
   Coordinator coordinator(fakes.cluster, options);
-  Plan plan = hybridPlan();
-  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
-  const ModelSpec model = testing::uniformLinearModel(8, 32);
-  coordinator.deploy(plan, model, TrainingOptions{});
+  deployStages(coordinator, {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}});
   std::thread intruder([&] {
     // Another coordinator takes d1 over while it is quiet.
     std::this_thread::sleep_for(milliseconds(50));
@@ -427,14 +436,10 @@ TEST(ControlCoordinator, SilentWorkerThatLostTheJobIsCaughtByHeartbeat) {
     fakes.worker(1).Deploy(none, &other, &reply);
   });
   const auto started = std::chrono::steady_clock::now();
-  try {
-    coordinator.train(1000);
-    ADD_FAILURE() << "expected WorkerError";
-  } catch (const WorkerError& e) {
-    EXPECT_EQ(e.worker(), "d1");
-    EXPECT_NE(std::string(e.what()).find("no longer runs job"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("someone-else"), std::string::npos) << e.what();
-  }
+  const WorkerError e = trainUntilFailure(coordinator, 1000);
+  EXPECT_EQ(e.worker(), "d1");
+  EXPECT_NE(std::string(e.what()).find("no longer runs job"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("someone-else"), std::string::npos) << e.what();
   // Caught by the heartbeat while d0 is still busy reporting steps, not after d0 is done.
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
   intruder.join();
@@ -448,16 +453,10 @@ TEST(ControlCoordinator, StepAWorkerNeverReportedEndsTheRunInsteadOfHanging) {
   };
   FakeCluster fakes = startFakes({100, 100}, scripts);
   Coordinator coordinator(fakes.cluster, quickOptions());
-  Plan plan = hybridPlan();
-  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
-  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
-  try {
-    coordinator.train(4);
-    FAIL();
-  } catch (const WorkerError& e) {
-    EXPECT_EQ(e.worker(), "d1");
-    EXPECT_NE(std::string(e.what()).find("finished without reporting step 2"), std::string::npos) << e.what();
-  }
+  deployStages(coordinator, {{0, 8, {{0, 2}, {1, 2}}}});
+  const WorkerError e = trainUntilFailure(coordinator, 4);
+  EXPECT_EQ(e.worker(), "d1");
+  EXPECT_NE(std::string(e.what()).find("finished without reporting step 2"), std::string::npos) << e.what();
 }
 
 TEST(ControlCoordinator, StreamThatEndsEarlyAbortsTheRun) {
@@ -465,16 +464,10 @@ TEST(ControlCoordinator, StreamThatEndsEarlyAbortsTheRun) {
   scripts[0].close_at_step = 3;
   FakeCluster fakes = startFakes({100, 100}, scripts);
   Coordinator coordinator(fakes.cluster, quickOptions());
-  Plan plan = hybridPlan();
-  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
-  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
-  try {
-    coordinator.train(20);
-    FAIL();
-  } catch (const WorkerError& e) {
-    EXPECT_EQ(e.worker(), "d0");
-    EXPECT_NE(std::string(e.what()).find("closed its telemetry stream after step 2"), std::string::npos) << e.what();
-  }
+  deployStages(coordinator, {{0, 8, {{0, 2}, {1, 2}}}});
+  const WorkerError e = trainUntilFailure(coordinator, 20);
+  EXPECT_EQ(e.worker(), "d0");
+  EXPECT_NE(std::string(e.what()).find("closed its telemetry stream after step 2"), std::string::npos) << e.what();
 }
 
 TEST(ControlCoordinator, WorkerThatGoesAwayMidRunIsNamed) {
@@ -482,19 +475,13 @@ TEST(ControlCoordinator, WorkerThatGoesAwayMidRunIsNamed) {
   for (auto& s : scripts) s.iteration_ms = 20;
   FakeCluster fakes = startFakes({100, 100}, scripts);
   Coordinator coordinator(fakes.cluster, quickOptions());
-  Plan plan = hybridPlan();
-  plan.stages = {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}};
-  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  deployStages(coordinator, {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}});
   std::thread killer([&] {
     std::this_thread::sleep_for(milliseconds(100));
     fakes.servers[1]->shutdown();
   });
-  try {
-    coordinator.train(1000);
-    ADD_FAILURE() << "expected WorkerError";
-  } catch (const WorkerError& e) {
-    EXPECT_EQ(e.worker(), "d1") << e.what();
-  }
+  const WorkerError e = trainUntilFailure(coordinator, 1000);
+  EXPECT_EQ(e.worker(), "d1") << e.what();
   killer.join();
 }
 
@@ -503,9 +490,7 @@ TEST(ControlCoordinator, CancelFlagStopsEveryWorker) {
   for (auto& s : scripts) s.iteration_ms = 5;
   FakeCluster fakes = startFakes({100, 100}, scripts);
   Coordinator coordinator(fakes.cluster, quickOptions());
-  Plan plan = hybridPlan();
-  plan.stages = {{0, 8, {{0, 2}, {1, 2}}}};
-  coordinator.deploy(plan, testing::uniformLinearModel(8, 32), TrainingOptions{});
+  deployStages(coordinator, {{0, 8, {{0, 2}, {1, 2}}}});
   std::atomic<bool> cancel{false};
   control::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const StepResult& s) {
