@@ -59,10 +59,7 @@ const ArgumentParser::Option* ArgumentParser::find(std::string_view name) const 
 ParsedArguments ArgumentParser::parse(std::span<const std::string> args) const {
   ParsedArguments parsed;
   for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      parsed.help_requested_ = true;
-      return parsed;
-    }
+    if (a == "--help" || a == "-h") throw HelpRequested(help());
   }
   for (const auto& o : options_) {
     if (!o.value_name.empty()) parsed.defaults_[o.name] = o.default_value;

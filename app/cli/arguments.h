@@ -2,18 +2,28 @@
 
 #include <map>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace stagecraft::cli {
 
+/// Thrown by ArgumentParser::parse for --help / -h: not a failure. main() prints help()
+/// to stdout and exits 0, so no command repeats that.
+class HelpRequested : public std::runtime_error {
+ public:
+  explicit HelpRequested(std::string help) : std::runtime_error("help requested"), help_(std::move(help)) {}
+  const std::string& help() const { return help_; }
+
+ private:
+  std::string help_;
+};
+
 /// The flags one command was given, after ArgumentParser checked them against its
 /// declarations. Lookups of a flag the command never declared are programming errors.
 class ParsedArguments {
  public:
-  /// --help or -h was given; nothing else was checked.
-  bool helpRequested() const { return help_requested_; }
   /// The flag was on the command line (a default does not count).
   bool has(std::string_view name) const;
   /// A boolean switch.
@@ -25,7 +35,6 @@ class ParsedArguments {
 
  private:
   friend class ArgumentParser;
-  bool help_requested_ = false;
   std::map<std::string, std::string, std::less<>> given_;
   std::map<std::string, std::string, std::less<>> defaults_;
 };
@@ -50,6 +59,8 @@ class ArgumentParser {
   /// A paragraph printed after the option list (examples, exit codes).
   ArgumentParser& epilog(std::string text);
 
+  /// Checks `args` against the declarations; throws HelpRequested for --help or -h
+  /// and Error naming the flag for anything else that is wrong.
   ParsedArguments parse(std::span<const std::string> args) const;
   std::string help() const;
 

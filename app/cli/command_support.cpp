@@ -9,6 +9,7 @@
 #include "arguments.h"
 #include "io/error.h"
 #include "io/json_io.h"
+#include "model/zoo.h"
 
 namespace stagecraft::cli {
 namespace {
@@ -112,6 +113,14 @@ void applyProfile(const ParsedArguments& args, CostModel& cost) {
   } catch (const Error& e) {
     throw Error(args.value("profile") + ": " + e.what());
   }
+}
+
+PlanningInputs::PlanningInputs(const ParsedArguments& args)
+    : optimizer(optimizerFromArguments(args)),
+      model(loadModel(args.value("model"))),
+      cluster(loadCluster(args.value("cluster"))),
+      cost(model, cluster, optimizer) {
+  applyProfile(args, cost);
 }
 
 std::vector<std::string> parsePlannerList(const std::string& names) {

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "model/model_spec.h"
 #include "planner/planner.h"
 
 namespace google::protobuf {
@@ -50,6 +52,20 @@ void addCostOptions(ArgumentParser& parser);
 Optimizer optimizerFromArguments(const ParsedArguments& args);
 /// Loads the --profile file, when given, into `cost`.
 void applyProfile(const ParsedArguments& args, CostModel& cost);
+
+/// What planning commands read: the model and cluster (--model, --cluster), and a cost
+/// model over them with --optimizer and --profile applied. `cost` refers to `model` and
+/// `cluster`, so this stays where it was made.
+struct PlanningInputs {
+  explicit PlanningInputs(const ParsedArguments& args);
+  PlanningInputs(const PlanningInputs&) = delete;
+  PlanningInputs& operator=(const PlanningInputs&) = delete;
+
+  Optimizer optimizer;
+  ModelSpec model;
+  Cluster cluster;
+  CostModel cost;
+};
 
 /// Throws Error unless `names` (comma separated) are all known planners.
 std::vector<std::string> parsePlannerList(const std::string& names);

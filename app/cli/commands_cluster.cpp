@@ -40,10 +40,6 @@ int clusterUp(std::span<const std::string> args) {
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
       .epilog("The workers outlive this command; stop them with `stagecraft-cli cluster down --cluster C`.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
   control::LocalClusterOptions options;
   options.threads = parsed.positiveInt("threads");
   options.startup_timeout = secondsFlag("timeout", parsed.value("timeout"));
@@ -74,10 +70,6 @@ int clusterDown(std::span<const std::string> args) {
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .option("grace", "SECONDS", "how long workers may take to exit before they are killed", "5");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
   const auto grace = secondsFlag("grace", parsed.value("grace"));
   const Cluster cluster = loadCluster(parsed.value("cluster"));
   auto local = control::LocalCluster::find(cluster.name());
@@ -100,10 +92,6 @@ int clusterStatus(std::span<const std::string> args) {
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
       .epilog("Exit status 1 when a worker does not answer.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
   const LiveCluster live = openCluster(parsed.value("cluster"));
   control::CoordinatorOptions options;
   options.call_timeout = std::chrono::milliseconds(3000);

@@ -108,18 +108,13 @@ int runCompare(std::span<const std::string> args) {
       .flag("json", "print a stagecraft.v1.CompareReport as JSON")
       .epilog("Exit status 3 when no planner finds a feasible plan (the report is printed anyway).");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
 
   const PlanRequest request = requestFromArguments(parsed);
-  const Optimizer optimizer = optimizerFromArguments(parsed);
   const std::vector<std::string> planners = parsePlannerList(parsed.value("planners"));
-  const ModelSpec model = loadModel(parsed.value("model"));
-  const Cluster cluster = loadCluster(parsed.value("cluster"));
-  CostModel cost(model, cluster, optimizer);
-  applyProfile(parsed, cost);
+  const PlanningInputs inputs(parsed);
+  const ModelSpec& model = inputs.model;
+  const Cluster& cluster = inputs.cluster;
+  const CostModel& cost = inputs.cost;
 
   v1::CompareReport report;
   report.set_model(model.name());

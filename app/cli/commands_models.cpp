@@ -12,10 +12,6 @@ int runModels(std::span<const std::string> args) {
   ArgumentParser parser("models", "Lists the built-in models: their layers, parameters and forward cost.");
   parser.flag("json", "print a stagecraft.v1.ModelList as JSON");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
 
   v1::ModelList list;
   for (const auto& name : zooModelNames()) {

@@ -84,19 +84,14 @@ int runPlan(std::span<const std::string> args) {
       .flag("json", "print a stagecraft.v1.PlanReport as JSON")
       .epilog("Exit status 3 when no plan fits; the reason is printed on one line.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
 
   // Flags first, files after: a typo should not wait for a model to load.
   const PlanRequest request = requestFromArguments(parsed);
-  const Optimizer optimizer = optimizerFromArguments(parsed);
   const auto planner = makePlanner(parsed.value("planner"));
-  const ModelSpec model = loadModel(parsed.value("model"));
-  const Cluster cluster = loadCluster(parsed.value("cluster"));
-  CostModel cost(model, cluster, optimizer);
-  applyProfile(parsed, cost);
+  const PlanningInputs inputs(parsed);
+  const ModelSpec& model = inputs.model;
+  const Cluster& cluster = inputs.cluster;
+  const CostModel& cost = inputs.cost;
 
   const PlanOutcome outcome = makePlan(*planner, cost, request);
   if (!outcome.feasible) {

@@ -23,10 +23,6 @@ int runProfile(std::span<const std::string> args) {
       .flag("json", "print the stagecraft.v1.ProfileSet as JSON")
       .epilog("The workers must be running: `stagecraft-cli cluster up --cluster C` starts local ones.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
   const std::vector<int> sizes = parsePositiveList("micro-batches", parsed.value("micro-batches"));
   const int repeats = parsed.positiveInt("repeats");
   control::CoordinatorOptions options;

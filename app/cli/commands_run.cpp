@@ -165,10 +165,6 @@ int runRun(std::span<const std::string> args) {
           "Progress goes to stderr. Exit status 1 when a worker fails or cannot be reached (the reason\n"
           "names it), 2 for bad input, 3 when no plan fits.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
 
   // Flags first, files and workers after.
   const std::int64_t steps = parsed.positiveInt("steps");

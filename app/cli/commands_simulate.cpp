@@ -33,10 +33,6 @@ int runSimulate(std::span<const std::string> args) {
       .epilog("An invalid plan exits with status 2 and its first problem on one line;\n"
               "with --json every problem is also printed to stdout.");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
 
   v1::Plan proto;
   io::readJsonFile(parsed.value("plan"), proto);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arguments.h"
 #include "command_support.h"
 #include "commands.h"
 #include "control/worker_status.h"
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return dispatch(args);
+  } catch (const stagecraft::cli::HelpRequested& help) {
+    std::cout << help.help();
+    return kExitOk;
   } catch (const stagecraft::Error& e) {
     stagecraft::cli::printFailure(e.what());
     return kExitBadInput;
