@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "control/net.h"
-#include "captured_run.h"
+#include "cli_fixture.h"
 #include "io/json_io.h"
 #include "stagecraft/v1/cluster.pb.h"
 #include "stagecraft/v1/report.pb.h"
@@ -24,15 +24,12 @@ namespace fs = std::filesystem;
 using test_support::CapturedRun;
 using test_support::contains;
 using test_support::linesOf;
-using test_support::runCaptured;
 using test_support::slurp;
 
-class CliRunTest : public ::testing::Test {
+class CliRunTest : public test_support::CliFixture {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stagecraft-cli-run-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
+    CliFixture::SetUp();
     // Each test keeps its local workers' state to itself, and finds no real worker.
     fs::create_directories(dir_ / "runtime");
     setenv("XDG_RUNTIME_DIR", (dir_ / "runtime").c_str(), 1);
@@ -42,14 +39,7 @@ class CliRunTest : public ::testing::Test {
   void TearDown() override {
     // Whatever a failed test left running.
     run({"cluster", "down", "--cluster", (dir_ / "duo.json").string(), "--grace", "1"});
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  CapturedRun run(const std::vector<std::string>& args) {
-    CapturedRun result = runCaptured(STAGECRAFT_CLI, args, dir_);
-    if (result.exit_code < 0) ADD_FAILURE() << result.err;
-    return result;
+    CliFixture::TearDown();
   }
 
   /// Two devices, a (fast) and b (half as fast), at loopback ports nothing listens on.
@@ -76,7 +66,6 @@ class CliRunTest : public ::testing::Test {
 
   fs::path statePath() const { return dir_ / "runtime" / "stagecraft" / "duo.json"; }
 
-  fs::path dir_;
   std::vector<std::string> addresses_;
 };
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "captured_run.h"
+#include "cli_fixture.h"
 #include "io/json_io.h"
 #include "planner/planner.h"
 #include "stagecraft/v1/cluster.pb.h"
@@ -24,38 +24,10 @@ namespace fs = std::filesystem;
 using test_support::CapturedRun;
 using test_support::contains;
 using test_support::linesOf;
-using test_support::runCaptured;
 using test_support::slurp;
 
-class CliTest : public ::testing::Test {
+class CliTest : public test_support::CliFixture {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stagecraft-cli-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  /// Runs stagecraft-cli with `args`, stdout and stderr captured to files.
-  CapturedRun run(const std::vector<std::string>& args) {
-    CapturedRun result = runCaptured(STAGECRAFT_CLI, args, dir_);
-    if (result.exit_code < 0) ADD_FAILURE() << result.err;
-    return result;
-  }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-
-  fs::path writeJson(const std::string& name, const google::protobuf::Message& message) {
-    return write(name, io::toJson(message));
-  }
-
   /// The shipped cloud-edge-end example, by path.
   static std::string clusterPath() { return std::string(STAGECRAFT_TEST_CLUSTERS) + "/cloud-edge-end.json"; }
 
@@ -69,7 +41,6 @@ class CliTest : public ::testing::Test {
     return plan;
   }
 
-  fs::path dir_;
 };
 
 /// Bad input: a non-zero status and exactly one `stagecraft-cli: ...` line on stderr.
