@@ -49,3 +49,13 @@ class CliFixture : public ::testing::Test {
 };
 
 }  // namespace stagecraft::test_support
+
+/// Bad input: status `status` and exactly one `stagecraft-cli: ...` line on stderr.
+#define EXPECT_ONE_LINE_FAILURE(result, status)                                         \
+  do {                                                                                  \
+    const ::stagecraft::test_support::CapturedRun& r_ = (result);                      \
+    EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                                \
+    const auto lines_ = ::stagecraft::test_support::linesOf(r_.err);                   \
+    ASSERT_EQ(lines_.size(), 1u) << r_.err;                                             \
+    EXPECT_TRUE(lines_[0].starts_with("stagecraft-cli: ")) << lines_[0];                \
+  } while (false)

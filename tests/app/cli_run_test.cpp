@@ -69,14 +69,6 @@ class CliRunTest : public test_support::CliFixture {
   std::vector<std::string> addresses_;
 };
 
-#define EXPECT_ONE_LINE_FAILURE(result, status)                          \
-  do {                                                                   \
-    const CapturedRun& r_ = (result);                                      \
-    EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                 \
-    const auto lines_ = linesOf(r_.err);                                 \
-    ASSERT_EQ(lines_.size(), 1u) << r_.err;                              \
-    EXPECT_TRUE(lines_[0].starts_with("stagecraft-cli: ")) << lines_[0]; \
-  } while (false)
 
 TEST_F(CliRunTest, HelpOnEveryWorkerCommandExitsZero) {
   const std::vector<std::vector<std::string>> commands = {{"cluster", "--help"},

@@ -43,15 +43,6 @@ class CliTest : public test_support::CliFixture {
 
 };
 
-/// Bad input: a non-zero status and exactly one `stagecraft-cli: ...` line on stderr.
-#define EXPECT_ONE_LINE_FAILURE(result, status)                                   \
-  do {                                                                            \
-    const CapturedRun& r_ = (result);                                               \
-    EXPECT_EQ(r_.exit_code, status) << r_.out << r_.err;                          \
-    const auto lines_ = linesOf(r_.err);                                          \
-    ASSERT_EQ(lines_.size(), 1u) << r_.err;                                       \
-    EXPECT_TRUE(lines_[0].starts_with("stagecraft-cli: ")) << lines_[0];          \
-  } while (false)
 
 TEST_F(CliTest, ModelsJsonListsTheFiveZooModels) {
   const CapturedRun r = run({"models", "--json"});
