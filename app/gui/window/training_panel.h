@@ -1,0 +1,57 @@
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+
+#include "control/assignments.h"
+#include "planner/planner.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QSpinBox;
+
+namespace stagecraft::gui {
+
+/// The "Training" form: how to plan (planner, batch, micro-batches, schedule, optimizer)
+/// and how to train (steps, learning rate, data). Values persist in QSettings.
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TrainingPanel(QWidget* parent = nullptr);
+  ~TrainingPanel() override;
+
+  QString planner() const;
+  /// Batch, micro-batches (0 = let the planner choose) and schedule.
+  PlanRequest request() const;
+  Optimizer optimizer() const;
+  /// Learning rate, data set and seed, as the coordinator takes them.
+  control::TrainingOptions trainingOptions() const;
+  std::int64_t steps() const;
+
+  void setPlanner(const QString& name);
+  void setRequest(const PlanRequest& request);
+
+ Q_SIGNALS:
+  /// Batch, micro-batches, schedule or optimizer changed: the plan must follow.
+  void requestChanged();
+
+ private:
+  void save() const;
+  void restore();
+
+  QComboBox* planner_ = nullptr;
+  QSpinBox* batch_ = nullptr;
+  QSpinBox* microbatches_ = nullptr;
+  QComboBox* schedule_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
+  QDoubleSpinBox* lr_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QComboBox* data_ = nullptr;
+  QLineEdit* data_path_ = nullptr;
+  QLineEdit* labels_path_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+};
+
+}  // namespace stagecraft::gui
