@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cluster/cluster_catalog.h"
 #include "cost/cost_model.h"
 #include "model/model_spec.h"
 #include "planner/planner.h"
@@ -30,15 +31,6 @@ void printFailure(std::string_view reason);
 
 /// Prints message as JSON (snake_case names, defaults included) to stdout.
 void printJson(const google::protobuf::Message& message);
-
-/// A cluster JSON path, or the name of a shipped example such as `cloud-edge-end`
-/// (looked up in the source tree's clusters, then the installed ones). Throws Error
-/// listing the examples when neither exists.
-std::string resolveClusterPath(const std::string& name_or_path);
-Cluster loadCluster(const std::string& name_or_path);
-
-/// The names of the shipped example clusters, sorted.
-std::vector<std::string> exampleClusterNames();
 
 /// Declares --batch, --microbatches and --schedule on `parser`.
 void addRequestOptions(ArgumentParser& parser);

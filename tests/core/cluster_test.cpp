@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cluster/cluster.h"
+#include "cluster/cluster_catalog.h"
 #include "io/error.h"
 #include "io/json_io.h"
 
@@ -109,6 +112,27 @@ TEST(Cluster, MissingFileNamesThePath) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/c.json"), std::string::npos);
+  }
+}
+
+TEST(ClusterCatalog, ShippedExamplesResolveByName) {
+  const auto names = exampleClusterNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "jetson-edge"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "cloud-edge-end"), names.end());
+  EXPECT_TRUE(resolveClusterPath("jetson-edge").ends_with("/jetson-edge.json"));
+  EXPECT_EQ(loadCluster("jetson-edge").name(), Cluster::load(resolveClusterPath("jetson-edge")).name());
+  // A path is taken as a path, even when it does not exist: Cluster::load names it.
+  EXPECT_EQ(resolveClusterPath("/nowhere/x.json"), "/nowhere/x.json");
+}
+
+TEST(ClusterCatalog, UnknownNameListsTheExamples) {
+  try {
+    resolveClusterPath("no-such-cluster");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown cluster 'no-such-cluster'"), std::string::npos) << what;
+    EXPECT_NE(what.find("jetson-edge"), std::string::npos) << what;
   }
 }
 

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+
+namespace stagecraft {
+
+/// The shipped example clusters (cloud-edge-end, jetson-edge, ...): the source tree's
+/// resources/clusters for a build, the installed data folder otherwise. Sorted names.
+std::vector<std::string> exampleClusterNames();
+
+/// A cluster JSON path, or the name of a shipped example, as a path. Throws Error listing
+/// the examples when it is neither.
+std::string resolveClusterPath(const std::string& name_or_path);
+
+/// Cluster::load(resolveClusterPath(name_or_path)).
+Cluster loadCluster(const std::string& name_or_path);
+
+}  // namespace stagecraft
