@@ -79,6 +79,18 @@ void PlanSession::setDocument(ModelSpec model, Cluster cluster) {
   resetToAutoPlan();
 }
 
+void PlanSession::setDocument(ModelSpec model, Cluster cluster, const Plan& plan) {
+  model_ = std::make_unique<ModelSpec>(std::move(model));
+  cluster_ = std::make_unique<Cluster>(std::move(cluster));
+  ++generation_;
+  plan_.optimizer = plan.optimizer;
+  rebuildCost();
+  undo_.clear();
+  Q_EMIT modelChanged();
+  Q_EMIT clusterChanged();
+  applyPlan(plan);
+}
+
 void PlanSession::setModel(ModelSpec model) {
   model_ = std::make_unique<ModelSpec>(std::move(model));
   ++generation_;

@@ -49,6 +49,8 @@ class PlanSession : public QObject {
 
   /// Sets both at once and resets to an auto plan (hybrid); clears the undo stack.
   void setDocument(ModelSpec model, Cluster cluster);
+  /// Sets both with a given plan (no auto plan), e.g. to show a proposed re-plan.
+  void setDocument(ModelSpec model, Cluster cluster, const Plan& plan);
   /// Replace one side and reset to an auto plan (hybrid) when both are set.
   void setModel(ModelSpec model);
   void setCluster(Cluster cluster);
