@@ -9,8 +9,6 @@
 namespace stagecraft::gui {
 namespace {
 
-QString tr(const char* text) { return QCoreApplication::translate("PartitionEditor", text); }
-
 /// Lays chips out left to right from `origin`, wrapping within `right`; returns the bottom.
 int flowChips(std::vector<DeviceChip>& chips, size_t first, QPoint origin, int left, int right) {
   int x = origin.x();
@@ -37,7 +35,7 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
   int y = kMargin;
 
   if (!ev.valid && !ev.problems.isEmpty()) {
-    banner_lines_ << tr("This plan cannot run:");
+    banner_lines_ << QCoreApplication::translate("PartitionEditor", "This plan cannot run:");
     const int shown = std::min<int>(ev.problems.size(), 4);
     for (int i = 0; i < shown; ++i) banner_lines_ << QStringLiteral("• ") + ev.problems[i];
     if (ev.problems.size() > shown) {
@@ -70,7 +68,7 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
     const bool range_ok = st.layer_begin >= 0 && st.layer_end <= layers && st.layer_begin < st.layer_end;
     const double ms = s < static_cast<int>(ev.stage_compute_ms.size()) ? ev.stage_compute_ms[s] : 0.0;
     if (!range_ok) {
-      lane.subtitle = tr("no layers");
+      lane.subtitle = QCoreApplication::translate("PartitionEditor", "no layers");
     } else if (st.layer_end - st.layer_begin == 1) {
       lane.subtitle = QCoreApplication::translate("PartitionEditor", "layer %1 · %2 per micro-batch")
                           .arg(st.layer_begin)
@@ -128,7 +126,7 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
     chip.rect = QRect(0, 0, fm.horizontalAdvance(chip.text) + 28, kChipHeight);
     chips_.push_back(chip);
   }
-  const int tray_label = fm.horizontalAdvance(tr("Unused devices")) + 24;
+  const int tray_label = fm.horizontalAdvance(QCoreApplication::translate("PartitionEditor", "Unused devices")) + 24;
   const int tray_bottom = flowChips(chips_, first, QPoint(inner_left + 12 + tray_label, y + 10),
                                     inner_left + 12 + tray_label, inner_right - 12);
   tray_ = QRect(inner_left, y, inner_right - inner_left, std::max(tray_bottom + 10 - y, kChipHeight + 20));

@@ -39,11 +39,12 @@ PlannerComparison runPlanner(const std::string& name, const CostModel& cost, con
   }
   row.plan_ms = outcome.plan_ms;
   if (!outcome.feasible) {
-    row.reason = QString::fromStdString(outcome.reason.empty() ? "no feasible plan" : outcome.reason);
+    row.reason = outcome.reason.empty() ? PlanSession::tr("The planner found no feasible plan.")
+                                        : QString::fromStdString(outcome.reason);
     return row;
   }
   if (const auto problems = validatePlan(outcome.plan, cost); !problems.empty()) {
-    row.reason = QString::fromStdString("produced an invalid plan: " + problems.front());
+    row.reason = PlanSession::tr("The planner produced an invalid plan: %1").arg(QString::fromStdString(problems.front()));
     return row;
   }
   const SimulationResult sim = simulate(outcome.plan, cost);
@@ -300,23 +301,24 @@ void PlanSession::autoPlan(const QString& planner) {
   const int generation = generation_;
   const std::string name = planner.toStdString();
   setBusy(true);
-  QPointer<PlanSession> self(this);
-  startThread(QThread::create([input, name, generation, self] {
+  // The worker only touches its own copies; the result comes back through `finished`,
+  // delivered in this thread, and is dropped if the session is gone by then.
+  auto result = std::make_shared<PlannerComparison>();
+  QThread* thread = QThread::create([input, name, result] {
     const CostModel cost(input->model, input->cluster, input->optimizer);
-    PlannerComparison row = runPlanner(name, cost, input->request);
-    QMetaObject::invokeMethod(self.data(), [self, row = std::move(row), generation] {
-      if (!self) return;
-      self->setBusy(false);
-      if (generation != self->generation_) return;  // the document changed meanwhile
-      if (!row.feasible) {
-        Q_EMIT self->autoPlanFinished(false, tr("Planner %1 found no plan: %2").arg(row.planner, row.reason));
-        return;
-      }
-      self->replacePlan(*row.plan, tr("Auto-plan with %1").arg(row.planner));
-      Q_EMIT self->autoPlanFinished(
-          true, tr("Planner %1 planned in %2 ms.").arg(row.planner).arg(row.plan_ms, 0, 'f', 1));
-    }, Qt::QueuedConnection);
-  }));
+    *result = runPlanner(name, cost, input->request);
+  });
+  connect(thread, &QThread::finished, this, [this, result, generation] {
+    setBusy(false);
+    if (generation != generation_) return;  // the document changed meanwhile
+    if (!result->feasible) {
+      Q_EMIT autoPlanFinished(false, tr("Planner %1 found no plan: %2").arg(result->planner, result->reason));
+      return;
+    }
+    replacePlan(*result->plan, tr("Auto-plan with %1").arg(result->planner));
+    Q_EMIT autoPlanFinished(true, tr("Planner %1 planned in %2 ms.").arg(result->planner).arg(result->plan_ms, 0, 'f', 1));
+  });
+  startThread(thread);
 }
 
 void PlanSession::compare() {
@@ -324,19 +326,18 @@ void PlanSession::compare() {
   auto input = std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request()});
   const int generation = generation_;
   setBusy(true);
-  QPointer<PlanSession> self(this);
-  startThread(QThread::create([input, generation, self] {
+  auto rows = std::make_shared<std::vector<PlannerComparison>>();
+  QThread* thread = QThread::create([input, rows] {
     const CostModel cost(input->model, input->cluster, input->optimizer);
-    std::vector<PlannerComparison> rows;
-    for (const std::string& name : plannerNames()) rows.push_back(runPlanner(name, cost, input->request));
-    QMetaObject::invokeMethod(self.data(), [self, rows = std::move(rows), generation] {
-      if (!self) return;
-      self->setBusy(false);
-      if (generation != self->generation_) return;
-      self->comparison_ = rows;
-      Q_EMIT self->comparisonFinished();
-    }, Qt::QueuedConnection);
-  }));
+    for (const std::string& name : plannerNames()) rows->push_back(runPlanner(name, cost, input->request));
+  });
+  connect(thread, &QThread::finished, this, [this, rows, generation] {
+    setBusy(false);
+    if (generation != generation_) return;
+    comparison_ = std::move(*rows);
+    Q_EMIT comparisonFinished();
+  });
+  startThread(thread);
 }
 
 bool PlanSession::loadPlan(const QString& path, QString* error) {
