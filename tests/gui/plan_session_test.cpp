@@ -60,6 +60,9 @@ class PlanSessionTest : public QObject {
     QVERIFY(session.plan().stageCount() >= 2);
     const Plan before = session.plan();
     const double sps_before = session.evaluation().samples_per_second;
+    const double iteration_before = session.evaluation().iteration_ms;
+    const double bubble_before = session.evaluation().bubble_fraction;
+    const std::vector<double> memory_before = session.evaluation().memory_bytes;
     const Stage& s0 = before.stages[0];
     const int layer = s0.layer_end - s0.layer_begin >= 2 ? s0.layer_end - 1 : s0.layer_end + 1;
     QVERIFY(session.moveBoundary(0, layer));
@@ -72,6 +75,9 @@ class PlanSessionTest : public QObject {
     session.undoStack()->undo();
     QVERIFY(samePlan(session.plan(), before));
     QCOMPARE(session.evaluation().samples_per_second, sps_before);
+    QCOMPARE(session.evaluation().iteration_ms, iteration_before);
+    QCOMPARE(session.evaluation().bubble_fraction, bubble_before);
+    QCOMPARE(session.evaluation().memory_bytes, memory_before);
     session.undoStack()->redo();
     QVERIFY(samePlan(session.plan(), after));
     QCOMPARE(session.evaluation().samples_per_second, sps_after);

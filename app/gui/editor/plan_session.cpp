@@ -292,12 +292,13 @@ void PlanSession::startThread(QThread* thread) {
   thread->start();
 }
 
-void PlanSession::autoPlan(const QString& planner) {
+void PlanSession::autoPlan(const QString& planner, int microbatches) {
   if (!hasDocument()) {
     Q_EMIT autoPlanFinished(false, tr("Open a model and a cluster first."));
     return;
   }
   auto input = std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request()});
+  if (microbatches >= 0) input->request.microbatches = microbatches;
   const int generation = generation_;
   const std::string name = planner.toStdString();
   setBusy(true);

@@ -88,8 +88,9 @@ class PlanSession : public QObject {
   bool replacePlan(const Plan& plan, const QString& description = {});
 
   /// Plans with `planner` (a core plannerNames() entry) off the GUI thread; busyChanged
-  /// brackets it, autoPlanFinished reports, and a feasible plan replaces the current one.
-  void autoPlan(const QString& planner);
+  /// brackets it, autoPlanFinished reports, and a feasible plan replaces the current one
+  /// (one undo step). `microbatches`: -1 keeps the current count, 0 lets makePlan choose.
+  void autoPlan(const QString& planner, int microbatches = -1);
   /// Runs every planner off the GUI thread; comparisonFinished delivers one row each.
   void compare();
   bool isBusy() const { return busy_ > 0; }
