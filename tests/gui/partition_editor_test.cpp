@@ -237,6 +237,10 @@ class PartitionEditorTest : public QObject {
     summary.setSession(&session);
     QCOMPARE(summary.samplesPerSecondText(), QString::number(session.evaluation().samples_per_second, 'f', 1));
     QVERIFY(summary.problemText().isEmpty());
+    QVERIFY(summary.deltaText().isEmpty());
+    QVERIFY(session.moveBoundary(0, session.plan().stages[0].layer_end + 1));
+    QVERIFY2(summary.deltaText().endsWith(QStringLiteral(" %")), qPrintable(summary.deltaText()));
+    session.undoStack()->undo();
     MemoryBars bars;
     bars.setSession(&session);
     bars.resize(bars.sizeHint());

@@ -229,7 +229,7 @@ void PartitionEditor::paintLane(QPainter& p, int s) const {
                         PartitionLayout::kChipHeight);
   p.drawText(title_row, Qt::AlignVCenter | Qt::AlignLeft, lane.title);
   p.setFont(font());
-  p.setPen(kMuted);
+  p.setPen(lane.bottleneck ? QColor(0xb4, 0x53, 0x09) : kMuted);
   p.drawText(QRect(lane.lane.left(), title_row.top(), lane.lane.width() - 12, title_row.height()),
              Qt::AlignVCenter | Qt::AlignRight, lane.subtitle);
   for (const DeviceChip& chip : layout().chips()) {

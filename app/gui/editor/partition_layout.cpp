@@ -80,7 +80,9 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
                           .arg(formatMs(ms));
     }
     const int title_w = fm.horizontalAdvance(lane.title) + 16;
-    const int sub_w = fm.horizontalAdvance(lane.subtitle) + 8;
+    // Room for the longest form, so chips never run under a "bottleneck" mark added below.
+    const int sub_w =
+        fm.horizontalAdvance(QCoreApplication::translate("PartitionEditor", "%1 · bottleneck").arg(lane.subtitle)) + 8;
     const int header_top = y + 8;
     const size_t first = chips_.size();
     for (const DeviceShare& m : st.members) {
@@ -107,6 +109,14 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
     }
     lanes_.push_back(lane);
     y = lane.lane.bottom() + 1 + kLaneGap;
+  }
+  if (lanes_.size() >= 2 && ev.stage_compute_ms.size() == lanes_.size()) {
+    const auto slowest = std::max_element(ev.stage_compute_ms.begin(), ev.stage_compute_ms.end());
+    if (*slowest > 0) {
+      StageLane& lane = lanes_[static_cast<size_t>(slowest - ev.stage_compute_ms.begin())];
+      lane.bottleneck = true;
+      lane.subtitle = QCoreApplication::translate("PartitionEditor", "%1 · bottleneck").arg(lane.subtitle);
+    }
   }
   for (int s = 0; s + 1 < static_cast<int>(lanes_.size()); ++s) {
     const int x = xOfCut(plan.stages[s].layer_end);

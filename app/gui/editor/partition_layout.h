@@ -32,6 +32,7 @@ struct StageLane {
   QRect handle;  ///< the boundary after this stage (empty for the last)
   QString title;
   QString subtitle;
+  bool bottleneck = false;  ///< the slowest stage of a pipeline of two or more
 };
 
 /// Where everything of the partition editor is drawn, computed from the plan alone, so

@@ -3,6 +3,7 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QLoggingCategory>
+#include <cmath>
 
 #include "editor/display_units.h"
 #include "editor/plan_session.h"
@@ -38,12 +39,15 @@ PlanSummary::PlanSummary(QWidget* parent) : QWidget(parent) {
   iteration_ = figure(grid, 1, tr("Iteration"), this);
   bubble_ = figure(grid, 2, tr("Bubble"), this);
   microbatches_ = figure(grid, 3, tr("Micro-batches"), this);
-  grid->setColumnStretch(4, 1);
+  delta_ = new QLabel(this);
+  delta_->setToolTip(tr("How the last edit changed the predicted samples/s."));
+  grid->addWidget(delta_, 1, 4, Qt::AlignLeft | Qt::AlignVCenter);
+  grid->setColumnStretch(5, 1);
   problem_ = new QLabel(this);
   problem_->setWordWrap(true);
   problem_->setStyleSheet(QStringLiteral("color: #c62828; font-weight: 600;"));
   problem_->setVisible(false);
-  grid->addWidget(problem_, 2, 0, 1, 5);
+  grid->addWidget(problem_, 2, 0, 1, 6);
 }
 
 void PlanSummary::setSession(PlanSession* session) {
@@ -59,6 +63,8 @@ void PlanSummary::refresh() {
     for (QLabel* l : {samples_, iteration_, bubble_, microbatches_}) l->setText(none);
     problem_->clear();
     problem_->setVisible(false);
+    delta_->clear();
+    last_samples_per_second_ = 0;
     return;
   }
   const PlanEvaluation& ev = session_->evaluation();
@@ -72,7 +78,18 @@ void PlanSummary::refresh() {
                              .arg(ev.estimated_samples_per_second, 0, 'f', 1));
     problem_->clear();
     problem_->setVisible(false);
+    const double before = last_samples_per_second_;
+    if (before > 0 && std::abs(ev.samples_per_second - before) > 1e-9 * before) {
+      const double percent = (ev.samples_per_second / before - 1) * 100;
+      delta_->setText(percent >= 0 ? tr("▲ %1 %").arg(percent, 0, 'f', 1) : tr("▼ %1 %").arg(-percent, 0, 'f', 1));
+      delta_->setStyleSheet(percent >= 0 ? QStringLiteral("color: #2e7d32; font-weight: 600;")
+                                         : QStringLiteral("color: #c62828; font-weight: 600;"));
+    } else {
+      delta_->clear();
+    }
+    last_samples_per_second_ = ev.samples_per_second;
   } else {
+    delta_->clear();
     for (QLabel* l : {samples_, iteration_, bubble_}) l->setText(none);
     samples_->setToolTip({});
     problem_->setText(ev.problems.size() > 1
@@ -87,5 +104,6 @@ QString PlanSummary::iterationText() const { return iteration_->text(); }
 QString PlanSummary::bubbleText() const { return bubble_->text(); }
 QString PlanSummary::microbatchesText() const { return microbatches_->text(); }
 QString PlanSummary::problemText() const { return problem_->text(); }
+QString PlanSummary::deltaText() const { return delta_->text(); }
 
 }  // namespace stagecraft::gui

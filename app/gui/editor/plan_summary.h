@@ -25,6 +25,8 @@ class PlanSummary : public QWidget {
   QString microbatchesText() const;
   /// The first validation problem, empty when the plan is valid.
   QString problemText() const;
+  /// The change of samples/s made by the last edit ("+12.3 %"), empty when none.
+  QString deltaText() const;
 
  private:
   void refresh();
@@ -35,6 +37,8 @@ class PlanSummary : public QWidget {
   QLabel* bubble_;
   QLabel* microbatches_;
   QLabel* problem_;
+  QLabel* delta_;
+  double last_samples_per_second_ = 0;
 };
 
 }  // namespace stagecraft::gui

@@ -148,8 +148,12 @@ bool StageModel::canDropMimeData(const QMimeData* data, Qt::DropAction action, i
   }
   if (data->hasFormat(kDevicesMimeType)) {
     const QStringList devices = devicesFromMimeData(data);
-    return !devices.isEmpty() && std::all_of(devices.begin(), devices.end(),
-                                             [&](const QString& d) { return session_->deviceIndex(d) >= 0; });
+    // Each device must exist and be free to join (not the last member of its own stage).
+    return !devices.isEmpty() && std::all_of(devices.begin(), devices.end(), [&](const QString& d) {
+      const int device = session_->deviceIndex(d);
+      return device >= 0 &&
+             PlanEdits::addDeviceToStage(session_->plan(), session_->costModel(), device, stage).plan.has_value();
+    });
   }
   return false;
 }
