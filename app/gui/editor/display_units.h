@@ -1,0 +1,24 @@
+#pragma once
+
+#include <QColor>
+#include <QString>
+
+#include "cluster/cluster.h"
+
+namespace stagecraft::gui {
+
+/// "1.2 GFLOP": FLOPs with an SI prefix.
+QString formatFlops(double flops);
+/// "11.2 M": a count with an SI prefix (k, M, G).
+QString formatCount(double count);
+/// "392 KiB": bytes with a binary prefix.
+QString formatBytes(double bytes);
+/// "12.3 ms" / "1.24 s".
+QString formatMs(double ms);
+
+/// The console's colour of a tier: cloud blue, edge green, end orange (grey when invalid).
+QColor tierColor(Tier tier);
+/// "cloud", "edge", "end", translated.
+QString tierLabel(Tier tier);
+
+}  // namespace stagecraft::gui
