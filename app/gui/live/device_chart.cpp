@@ -1,5 +1,6 @@
 #include "live/device_chart.h"
 
+#include <QFontMetrics>
 #include <QLoggingCategory>
 
 #include <algorithm>
@@ -196,28 +197,44 @@ int DeviceChart::memoryLevel(int device) const {
 }
 
 void DeviceChart::prepareReplot() {
+  // The range first: labels are placed by pixels.
   double memory_high = 100;
+  for (const DeviceRow& row : devices_) {
+    if (row.has_sample && row.memory_limit_mb > 0) {
+      memory_high = std::max(memory_high, 100 * row.memory_mb / row.memory_limit_mb);
+    }
+  }
+  memory_rect_->axis(QCPAxis::atBottom)->setRange(0, std::max(145.0, memory_high * 1.1));
+  updateLayout();  // so the panels' pixel extents are current on the first replot too
   for (int i = 0; i < deviceCount(); ++i) {
     DeviceRow& row = devices_[static_cast<std::size_t>(i)];
     row.busy_label->setVisible(row.has_sample);
     row.memory_label->setVisible(row.has_sample);
     if (!row.has_sample) continue;
     const double busy = 100 * row.busy_fraction;
-    row.busy_label->position->setCoords(busy, i);
     row.busy_label->setText(tr("%1 %").arg(busy, 0, 'f', 0));
+    placeLabel(row.busy_label, busy, i, busy_rect_, row.color);
 
     const double percent = row.memory_limit_mb > 0 ? 100 * row.memory_mb / row.memory_limit_mb : 0;
-    memory_high = std::max(memory_high, percent);
     const int level = memoryLevel(i);
-    row.memory->setBrush(level == 2 ? ChartStyle::overLimitColor()
-                                    : level == 1 ? ChartStyle::warningColor() : row.color);
-    row.memory_label->position->setCoords(percent, i);
+    const QColor bar = level == 2 ? ChartStyle::overLimitColor() : level == 1 ? ChartStyle::warningColor() : row.color;
+    row.memory->setBrush(bar);
     row.memory_label->setText(row.memory_limit_mb > 0 ? formatMemory(row.memory_mb, row.memory_limit_mb)
                                                       : tr("%1 MB").arg(row.memory_mb, 0, 'f', 0));
-    row.memory_label->setColor(level == 2 ? ChartStyle::overLimitColor() : QColor(0x33, 0x33, 0x33));
+    placeLabel(row.memory_label, percent, i, memory_rect_, bar);
   }
-  // Room right of the longest bar for its "used / limit" label.
-  memory_rect_->axis(QCPAxis::atBottom)->setRange(0, memory_high * 1.45);
+}
+
+void DeviceChart::placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar) {
+  // Right of a short bar; inside the end of a long one, where it cannot run off the panel.
+  QCPAxis* axis = rect->axis(QCPAxis::atBottom);
+  const QFontMetrics metrics(label->font());
+  const double text_px = metrics.horizontalAdvance(label->text()) + 8;
+  const bool inside = axis->coordToPixel(value) + text_px > rect->right();
+  label->position->setCoords(value, row);
+  label->setPositionAlignment((inside ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+  label->setPadding(inside ? QMargins(0, 0, 4, 0) : QMargins(4, 0, 0, 0));
+  label->setColor(inside ? ChartStyle::textColorOn(bar) : QColor(0x33, 0x33, 0x33));
 }
 
 }  // namespace stagecraft::gui

@@ -59,6 +59,7 @@ class DeviceChart : public ChartPlot {
   };
 
   void removeRows();
+  static void placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar);
   void layoutAxes();
 
   QCPAxisRect* busy_rect_ = nullptr;

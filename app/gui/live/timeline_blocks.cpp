@@ -62,7 +62,7 @@ void TimelineBlocks::draw(QCPPainter* painter) {
     painter->fillRect(rect, color);
     if (block.micro_batch < 0 || (block.kind != EventKind::Forward && block.kind != EventKind::Backward)) continue;
     const QString number = QString::number(block.micro_batch);
-    if (rect.width() < digit_width * number.size() + 4 || rect.height() < metrics.height()) continue;
+    if (rect.width() < digit_width * number.size() + 2 || rect.height() < metrics.height()) continue;
     painter->setPen(ChartStyle::textColorOn(color));
     painter->drawText(rect, Qt::AlignCenter, number);
     painter->setPen(Qt::NoPen);
