@@ -35,8 +35,8 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
   bottom->addWidget(devices_);
   bottom->addWidget(timeline_);
   // The Gantt needs the width: micro-batch numbers only fit in wide blocks.
-  bottom->setStretchFactor(0, 2);
-  bottom->setStretchFactor(1, 3);
+  bottom->setStretchFactor(0, 1);
+  bottom->setStretchFactor(1, 2);
   rows_ = new QSplitter(Qt::Vertical);
   rows_->addWidget(top);
   rows_->addWidget(bottom);
@@ -46,7 +46,7 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
   // Initial shares (the splitter scales them to its size); stretch factors alone leave
   // the charts at their size hints.
   top->setSizes({3000, 2000});
-  bottom->setSizes({2000, 3000});
+  bottom->setSizes({1000, 2000});
   rows_->setSizes({2000, 3000});
 
   auto* layout = new QVBoxLayout(this);

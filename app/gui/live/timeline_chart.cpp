@@ -26,7 +26,7 @@ TimelineChart::TimelineChart(QWidget* parent) : ChartPlot(parent) {
   header->setColumnStretchFactor(1, 0.01);
   legend->setFillOrder(QCPLegend::foColumnsFirst);
   legend->setBorderPen(Qt::NoPen);
-  legend->setMargins(QMargins(4, 2, 4, 2));
+  legend->setMargins(QMargins(4, 2, 12, 2));
   legend->setIconSize(14, 10);
   legend->setVisible(true);
 
