@@ -4,6 +4,7 @@
 #include <QFont>
 #include <QString>
 
+#include "cluster/cluster.h"
 #include "sim/simulator.h"
 
 class QCPAxis;
@@ -29,6 +30,9 @@ class ChartStyle {
   /// The colour of device `index` when the caller gave none: distinct for 10 devices,
   /// then repeating a little lighter.
   static QColor deviceColor(int index);
+
+  /// A device bar's colour by tier (cloud, edge, end), for LiveCharts::setDevices.
+  static QColor tierColor(Tier tier);
 
   /// A timeline block of `kind`; forward and backward alternate between shades by
   /// micro-batch so neighbouring micro-batches stay apart. micro_batch < 0: the base shade.
