@@ -56,8 +56,9 @@ void ChartPlot::enableKeyNavigation() {
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal);
   axisRect()->setRangeZoom(Qt::Horizontal);
-  connect(this, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
-    if (event->button() == Qt::LeftButton) following_ = false;
+  // A drag (not a mere click) or a wheel zoom means the user looks at something else.
+  connect(this, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    if (event->buttons() & Qt::LeftButton) following_ = false;
   });
   connect(this, &QCustomPlot::mouseWheel, this, [this] { following_ = false; });
   connect(this, &QCustomPlot::mouseDoubleClick, this, [this] { setFollowing(true); });
