@@ -137,6 +137,7 @@ bool LiveCharts::exportPdf(const QString& path) {
   // Each chart as vector graphics at its place on screen.
   painter.setMode(QCPPainter::pmVectorized);
   painter.setMode(QCPPainter::pmNoCaching);
+  painter.setMode(QCPPainter::pmNonCosmetic);  // as QCustomPlot::savePdf does: line widths scale with the page
   painter.fillRect(QRect(QPoint(0, 0), size()), Qt::white);
   for (ChartPlot* plot : std::initializer_list<ChartPlot*>{throughput_, loss_, devices_, timeline_}) {
     if (!plot->isVisibleTo(this)) continue;
