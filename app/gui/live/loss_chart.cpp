@@ -1,0 +1,113 @@
+#include "live/loss_chart.h"
+
+#include <QLoggingCategory>
+#include <QMenu>
+
+#include <algorithm>
+#include <cmath>
+
+#include "live/chart_style.h"
+
+namespace stagecraft::gui {
+
+namespace {
+Q_LOGGING_CATEGORY(lcLossChart, "stagecraft.gui.losschart")
+}  // namespace
+
+LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
+  plotLayout()->insertRow(0);
+  plotLayout()->addElement(0, 0, new QCPTextElement(this, tr("Training Loss"), ChartStyle::titleFont()));
+
+  loss_ = addGraph();
+  loss_->setName(tr("Loss"));
+  loss_->setPen(QPen(ChartStyle::lossColor(), 1));
+  loss_->setAdaptiveSampling(true);
+  smoothed_ = addGraph();
+  smoothed_->setName(tr("Smoothed (EMA)"));
+  smoothed_->setPen(QPen(ChartStyle::lossSmoothedColor(), 2));
+  smoothed_->setAdaptiveSampling(true);
+
+  ChartStyle::setAxisLabel(xAxis, tr("Step"));
+  ChartStyle::setAxisLabel(yAxis, tr("Loss"));
+  xAxis->setRange(0, 10);
+  yAxis->setRange(0, 1);
+  legend->setVisible(true);
+  enableKeyNavigation();
+}
+
+void LossChart::addStep(std::int64_t step, double loss) {
+  if (!std::isfinite(loss)) {
+    qCWarning(lcLossChart) << "step" << step << "reported a non-finite loss" << loss;
+    return;
+  }
+  ema_ = has_ema_ ? kSmoothing * ema_ + (1 - kSmoothing) * loss : loss;
+  has_ema_ = true;
+  loss_->addData(static_cast<double>(step), loss);
+  smoothed_->addData(static_cast<double>(step), ema_);
+  requestReplot();
+}
+
+void LossChart::clear() {
+  loss_->data()->clear();
+  smoothed_->data()->clear();
+  has_ema_ = false;
+  ema_ = 0;
+  xAxis->setRange(0, 10);
+  yAxis->setRange(log_scale_ ? 0.01 : 0, 1);
+  setFollowing(true);
+  requestReplot();
+}
+
+void LossChart::setLogScale(bool log_scale) {
+  if (log_scale_ == log_scale) return;
+  log_scale_ = log_scale;
+  if (log_scale_) {
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    yAxis->setNumberFormat(QStringLiteral("gb"));
+  } else {
+    yAxis->setScaleType(QCPAxis::stLinear);
+    yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    yAxis->setNumberFormat(QStringLiteral("gb"));
+  }
+  requestReplot();
+}
+
+void LossChart::setStepWindow(int steps) {
+  step_window_ = std::max(0, steps);
+  requestReplot();
+}
+
+int LossChart::pointCount() const { return loss_->data()->size(); }
+
+void LossChart::prepareReplot() {
+  if (loss_->data()->isEmpty()) return;
+  if (following()) {
+    const double first = loss_->data()->constBegin()->key;
+    const double last = (loss_->data()->constEnd() - 1)->key;
+    double lower = first;
+    if (step_window_ > 0 && last - lower > step_window_) lower = last - step_window_;
+    const double upper = std::max(last, lower + 10);
+    xAxis->setRange(lower, upper + 0.02 * (upper - lower));
+  }
+  bool found = false;
+  const QCPRange range =
+      loss_->getValueRange(found, log_scale_ ? QCP::sdPositive : QCP::sdBoth, xAxis->range());
+  if (!found) return;
+  if (log_scale_) {
+    yAxis->setRange(range.lower / 1.5, range.upper * 1.5);
+  } else {
+    const double pad = std::max(1e-9, 0.08 * (range.upper - range.lower));
+    const double lower = range.lower >= 0 ? std::max(0.0, range.lower - pad) : range.lower - pad;
+    yAxis->setRange(lower, range.upper + pad);
+  }
+}
+
+void LossChart::addChartActions(QMenu* menu) {
+  QAction* log_action = menu->addAction(tr("Logarithmic Scale"));
+  log_action->setCheckable(true);
+  log_action->setChecked(log_scale_);
+  connect(log_action, &QAction::toggled, this, &LossChart::setLogScale);
+}
+
+}  // namespace stagecraft::gui

@@ -1,0 +1,246 @@
+// LiveCharts and its four charts: one point per step, bars per device sample, one Gantt
+// block per timeline event, clear(), coalesced replots and PNG / PDF export.
+#include <QFile>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "live/chart_style.h"
+#include "live/device_chart.h"
+#include "live/live_charts.h"
+#include "live/loss_chart.h"
+#include "live/throughput_chart.h"
+#include "live/timeline_chart.h"
+#include "model/zoo.h"
+#include "planner/planner.h"
+#include "sim/simulator.h"
+
+using namespace stagecraft;
+using gui::LiveCharts;
+
+namespace {
+
+QStringList deviceNames(int count) {
+  QStringList names;
+  for (int i = 0; i < count; ++i) names << QStringLiteral("dev-%1").arg(i);
+  return names;
+}
+
+void feedSteps(LiveCharts& charts, int steps) {
+  for (int s = 1; s <= steps; ++s) charts.addStep(s, 0.5 * s, 100 + s % 7, 110, 2.0 / s);
+}
+
+/// The 1F1B iteration the simulator predicts for the hybrid plan of vgg11 on jetson-edge.
+SimulationResult jetsonVggSimulation() {
+  const Cluster cluster = Cluster::load(STAGECRAFT_TEST_CLUSTERS "/jetson-edge.json");
+  const ModelSpec model = loadModel("vgg11");  // CostModel keeps references to both
+  const CostModel cost(model, cluster);
+  PlanRequest request;
+  request.batch_size = 64;
+  const PlanOutcome outcome = makePlan(*makePlanner("hybrid"), cost, request);
+  if (!outcome.feasible) qFatal("no plan: %s", outcome.reason.c_str());
+  return simulate(outcome.plan, cost);
+}
+
+QByteArray fileStart(const QString& path, int bytes) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  return file.read(bytes);
+}
+
+}  // namespace
+
+class LiveChartsTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void feedingStepsPutsOnePointPerStepInEverySeries() {
+    LiveCharts charts;
+    feedSteps(charts, 37);
+    QCOMPARE(charts.throughputChart()->measuredPointCount(), 37);
+    QCOMPARE(charts.throughputChart()->predictedPointCount(), 37);
+    QCOMPARE(charts.lossChart()->pointCount(), 37);
+    QCOMPARE(charts.lossChart()->smoothedGraph()->dataCount(), 37);
+    QCOMPARE(charts.throughputChart()->measuredGraph()->data()->at(36)->key, 18.5);
+    QCOMPARE(charts.throughputChart()->predictedGraph()->data()->at(0)->value, 110.0);
+  }
+
+  void throughputKeepsTheLastWindowInView() {
+    LiveCharts charts;
+    charts.throughputChart()->setTimeWindow(120);
+    feedSteps(charts, 1000);  // 500 s
+    charts.flushReplots();
+    const QCPRange range = charts.throughputChart()->xAxis->range();
+    QVERIFY2(qAbs(range.lower - 380) < 1e-6, qPrintable(QString::number(range.lower)));
+    QVERIFY(range.upper >= 500);
+    // Every point is kept for dragging back.
+    QCOMPARE(charts.throughputChart()->measuredPointCount(), 1000);
+  }
+
+  void lossLogScaleSwitchesTheAxis() {
+    LiveCharts charts;
+    feedSteps(charts, 20);
+    charts.lossChart()->setLogScale(true);
+    charts.flushReplots();
+    QCOMPARE(charts.lossChart()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(charts.lossChart()->yAxis->range().lower > 0);
+  }
+
+  void deviceSamplesUpdateTheBars() {
+    LiveCharts charts;
+    charts.setDevices(deviceNames(16));
+    gui::DeviceChart* devices = charts.deviceChart();
+    QCOMPARE(devices->deviceCount(), 16);
+    QVERIFY(devices->busyBars(3)->data()->isEmpty());
+    charts.addDeviceSample(3, 1.0, 0.75, 3000, 6000);
+    charts.addDeviceSample(4, 1.0, 0.5, 5500, 6000);
+    charts.addDeviceSample(5, 1.0, 1.0, 6600, 6000);
+    charts.addDeviceSample(3, 2.0, 0.25, 1500, 6000);  // the latest sample wins
+    charts.addDeviceSample(99, 2.0, 0.25, 1500, 6000);  // unknown: ignored
+    charts.flushReplots();
+    QCOMPARE(devices->busyBars(3)->dataCount(), 1);
+    QCOMPARE(devices->busyBars(3)->data()->at(0)->key, 3.0);
+    QCOMPARE(devices->busyBars(3)->data()->at(0)->value, 25.0);
+    QCOMPARE(devices->memoryBars(3)->data()->at(0)->value, 25.0);
+    QCOMPARE(devices->memoryLevel(3), 0);
+    QCOMPARE(devices->memoryLevel(4), 1);
+    QCOMPARE(devices->memoryLevel(5), 2);
+    QCOMPARE(devices->memoryBars(4)->brush().color(), gui::ChartStyle::warningColor());
+    QCOMPARE(devices->memoryBars(5)->brush().color(), gui::ChartStyle::overLimitColor());
+    QCOMPARE(devices->memoryBars(3)->brush().color(), gui::ChartStyle::deviceColor(3));
+    QVERIFY(devices->busyBars(0)->data()->isEmpty());
+  }
+
+  void setTimelineMakesOneBlockPerEventOnItsDevicesRow() {
+    LiveCharts charts;
+    charts.resize(1400, 900);
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+    const SimulationResult sim = jetsonVggSimulation();
+    QVERIFY(sim.timeline.size() > 100);
+    charts.setDevices(deviceNames(7));
+    charts.setTimeline(sim.timeline, sim.iteration_ms, false);
+    charts.flushReplots();
+    gui::TimelineChart* timeline = charts.timelineChart();
+    QCOMPARE(timeline->blockCount(), static_cast<int>(sim.timeline.size()));
+    QCOMPARE(timeline->rowCount(), 7);
+    QCOMPARE(timeline->iterationMs(), sim.iteration_ms);
+    QVERIFY(!timeline->measured());
+    for (std::size_t i = 0; i < sim.timeline.size(); ++i) {
+      const gui::TimelineBlock& block = timeline->blocks()[i];
+      QCOMPARE(block.row, sim.timeline[i].device);
+      QCOMPARE(block.kind, sim.timeline[i].kind);
+      QCOMPARE(block.micro_batch, sim.timeline[i].micro_batch);
+      QCOMPARE(block.start_ms, sim.timeline[i].start_ms);
+      QCOMPARE(block.end_ms, sim.timeline[i].end_ms);
+    }
+    // The whole iteration is in view, and a block is drawn where its row and times say.
+    QVERIFY(timeline->xAxis->range().upper >= sim.iteration_ms);
+    const gui::TimelineBlock* widest = nullptr;
+    for (const gui::TimelineBlock& block : timeline->blocks()) {
+      if (block.kind == EventKind::Forward && (widest == nullptr || block.end_ms - block.start_ms >
+                                                                        widest->end_ms - widest->start_ms)) {
+        widest = &block;
+      }
+    }
+    QVERIFY(widest != nullptr);
+    const QCPRange lane = gui::TimelineBlocks::laneSpan(*widest);
+    const QPointF centre(timeline->xAxis->coordToPixel((widest->start_ms + widest->end_ms) / 2),
+                         timeline->yAxis->coordToPixel((lane.lower + lane.upper) / 2));
+    const auto* blocks = static_cast<const gui::TimelineBlocks*>(timeline->plottable(0));
+    const int hit = blocks->blockAt(centre);
+    QVERIFY(hit >= 0);
+    QCOMPARE(&timeline->blocks()[static_cast<std::size_t>(hit)], widest);
+
+    // A measured iteration replaces the prediction.
+    std::vector<TimelineEvent> measured = {{0, 0, EventKind::Forward, -1, 0, 5},
+                                           {1, 0, EventKind::Receive, 0, 5, 6},
+                                           {0, 0, EventKind::Send, 1, 5, 6}};
+    charts.setTimeline(measured, 12, true);
+    QCOMPARE(timeline->blockCount(), 3);
+    QVERIFY(timeline->measured());
+    QCOMPARE(timeline->blocks()[1].row, 1);
+  }
+
+  void clearEmptiesEveryChart() {
+    LiveCharts charts;
+    charts.setDevices(deviceNames(4));
+    feedSteps(charts, 10);
+    charts.addDeviceSample(1, 1, 0.5, 100, 1000);
+    charts.setTimeline({{0, 0, EventKind::Forward, -1, 0, 5}}, 5, false);
+    charts.clear();
+    charts.flushReplots();
+    QCOMPARE(charts.throughputChart()->measuredPointCount(), 0);
+    QCOMPARE(charts.throughputChart()->predictedPointCount(), 0);
+    QCOMPARE(charts.lossChart()->pointCount(), 0);
+    QVERIFY(charts.deviceChart()->busyBars(1)->data()->isEmpty());
+    QVERIFY(charts.deviceChart()->memoryBars(1)->data()->isEmpty());
+    QCOMPARE(charts.deviceChart()->deviceCount(), 4);  // the devices stay
+    QCOMPARE(charts.timelineChart()->blockCount(), 0);
+    feedSteps(charts, 3);
+    QCOMPARE(charts.throughputChart()->measuredPointCount(), 3);
+  }
+
+  void replotsAreCoalescedAndSkippedWhileHidden() {
+    LiveCharts charts;
+    charts.setDevices(deviceNames(16));
+    feedSteps(charts, 5);
+    QTest::qWait(3 * gui::ChartPlot::kReplotIntervalMs);
+    QCOMPARE(charts.throughputChart()->replotCount(), 0);  // hidden: nothing drawn
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+    QTRY_VERIFY(!charts.throughputChart()->replotPending());
+    const int before = charts.throughputChart()->replotCount();
+    for (int s = 0; s < 200; ++s) {
+      charts.addStep(s, s, 1, 1, 1);
+      for (int d = 0; d < 16; ++d) charts.addDeviceSample(d, s, 0.5, 10, 100);
+    }
+    QTRY_VERIFY(!charts.throughputChart()->replotPending());
+    QVERIFY(charts.throughputChart()->replotCount() - before <= 2);
+    QVERIFY(charts.deviceChart()->replotCount() <= 3);
+  }
+
+  void exportsWriteValidPngAndPdf() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    LiveCharts charts;
+    charts.resize(1200, 800);
+    charts.setDevices(deviceNames(5));
+    feedSteps(charts, 30);
+    charts.addDeviceSample(0, 1, 0.5, 100, 1000);
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+
+    const QString chart_png = dir.filePath(QStringLiteral("throughput.png"));
+    QVERIFY(charts.exportChart(LiveCharts::Chart::Throughput, chart_png));
+    const QImage chart_image(chart_png);
+    QVERIFY(!chart_image.isNull());
+    QCOMPARE(chart_image.size(), charts.throughputChart()->size());
+
+    const QString chart_pdf = dir.filePath(QStringLiteral("devices.pdf"));
+    QVERIFY(charts.exportChart(LiveCharts::Chart::Devices, chart_pdf));
+    QCOMPARE(fileStart(chart_pdf, 4), QByteArray("%PDF"));
+
+    const QString sized_png = dir.filePath(QStringLiteral("loss.png"));
+    QVERIFY(charts.lossChart()->exportPng(sized_png, 640, 480));
+    QCOMPARE(QImage(sized_png).size(), QSize(640, 480));
+
+    const QString dashboard_png = dir.filePath(QStringLiteral("dashboard.png"));
+    QVERIFY(charts.exportPng(dashboard_png));
+    const QImage dashboard(dashboard_png);
+    QVERIFY(!dashboard.isNull());
+    QCOMPARE(dashboard.size(), charts.size() * charts.devicePixelRatio());
+
+    const QString dashboard_pdf = dir.filePath(QStringLiteral("dashboard.pdf"));
+    QVERIFY(charts.exportPdf(dashboard_pdf));
+    QCOMPARE(fileStart(dashboard_pdf, 4), QByteArray("%PDF"));
+    QVERIFY(QFileInfo(dashboard_pdf).size() > 2000);
+
+    QVERIFY(!charts.exportPng(dir.filePath(QStringLiteral("missing/dir/x.png"))));
+  }
+};
+
+QTEST_MAIN(LiveChartsTest)
+#include "live_charts_test.moc"
