@@ -1,6 +1,9 @@
 // Profile, weights in and out, the emulation knobs and server reflection, on real workers.
 #include <grpcpp/generic/generic_stub.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
 #include "torch_stage.h"
@@ -44,6 +47,68 @@ TEST(RuntimeService, ProfileTimesEveryLayerAtEverySize) {
       EXPECT_GT(l.backward_ms(), 0);
     }
   }
+}
+
+/// A cgroup-v1 CPU group limited to `cores` (needs root); removed when destroyed.
+class CpuQuota {
+ public:
+  CpuQuota(const std::string& name, double cores) : path_(std::string(kRoot) + "/" + name) {
+    std::error_code error;
+    if (::geteuid() != 0 || !std::filesystem::exists(std::string(kRoot) + "/cpu.cfs_quota_us")) return;
+    std::filesystem::create_directory(path_, error);
+    ok_ = !error && write("cpu.cfs_period_us", 100000) && write("cpu.cfs_quota_us", std::lround(cores * 100000)) &&
+          write("cpu.shares", 262144);  // other work on the machine cannot take this CPU
+  }
+  ~CpuQuota() {
+    std::error_code error;
+    std::filesystem::remove(path_, error);
+  }
+  bool ok() const { return ok_; }
+  /// Joins the group, then execs the worker.
+  std::vector<std::string> launcher() const {
+    return {"/bin/sh", "-c", "echo $$ > " + path_ + "/tasks && exec \"$@\"", "sh"};
+  }
+
+ private:
+  static constexpr const char* kRoot = "/sys/fs/cgroup/cpu";
+  bool write(const std::string& file, long value) const {
+    std::ofstream out(path_ + "/" + file);
+    out << value;
+    out.flush();
+    return out.good();
+  }
+  std::string path_;
+  bool ok_ = false;
+};
+
+double profiledMs(WorkerProcess& w, int micro_batch) {
+  v1::ProfileRequest request;
+  *request.mutable_model() = zooModel("mlp");
+  request.add_micro_batches(micro_batch);
+  request.set_repeats(3);
+  v1::DeviceProfile profile;
+  const auto status = w.call(&v1::Worker::Stub::Profile, request, &profile);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  double ms = 0;
+  for (const auto& l : profile.batches(0).layers()) ms += l.forward_ms() + l.backward_ms();
+  return ms;
+}
+
+// A quarter-core quota lets a short layer run at full speed, then stalls the process for
+// 75 ms: the profile must report the speed the worker sustains, not its bursts.
+TEST(RuntimeService, ProfileUnderACpuQuotaReportsTheSustainedSpeed) {
+  const std::string tag = "stagecraft-test-" + std::to_string(::getpid());
+  CpuQuota whole(tag + "-whole", 1.0), quarter(tag + "-quarter", 0.25);
+  if (!whole.ok() || !quarter.ok()) GTEST_SKIP() << "needs root and a cgroup-v1 cpu controller";
+  double fast_ms = 0, slow_ms = 0;
+  {
+    WorkerProcess fast("whole-core", {}, true, whole.launcher());
+    WorkerProcess slow("quarter-core", {}, true, quarter.launcher());
+    fast_ms = profiledMs(fast, 1);
+    slow_ms = profiledMs(slow, 1);
+  }
+  EXPECT_GT(slow_ms, 2.5 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
+  EXPECT_LT(slow_ms, 6.0 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
 }
 
 TEST(RuntimeService, WeightsGoOutAndComeBackInAndDeployLoadsGivenWeights) {

@@ -224,10 +224,13 @@ class TelemetryLog {
 /// One stagecraft-worker process and a stub to it.
 class WorkerProcess {
  public:
-  /// Starts the worker and, unless `wait` is false, waits until it listens.
-  explicit WorkerProcess(const std::string& name, std::vector<std::string> extra = {}, bool wait = true)
+  /// Starts the worker and, unless `wait` is false, waits until it listens. `launcher`
+  /// runs first and execs the worker with the arguments that follow it (e.g. a shell
+  /// that joins a cgroup).
+  explicit WorkerProcess(const std::string& name, std::vector<std::string> extra = {}, bool wait = true,
+                         std::vector<std::string> launcher = {})
       : name_(name) {
-    std::vector<std::string> argv;
+    std::vector<std::string> argv = std::move(launcher);
     // For debugging, e.g. STAGECRAFT_WORKER_WRAPPER="/usr/bin/gdb -q -batch -ex run -ex bt --args".
     if (const char* wrapper = std::getenv("STAGECRAFT_WORKER_WRAPPER")) {
       std::istringstream words(wrapper);

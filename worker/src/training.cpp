@@ -28,6 +28,11 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/// Profiling times at least this much per micro-batch size: ten periods of the default CFS
+/// bandwidth period (100 ms), so a quota's stalls average out. At most kMaxPasses passes.
+constexpr double kMinTimedMs = 1000;
+constexpr int kMaxPasses = 200;
+
 /// A random batch of `n` model inputs: token ids below the vocabulary, or normal floats.
 torch::Tensor randomInput(const v1::Model& model, int n) {
   std::vector<std::int64_t> shape{n};
@@ -106,8 +111,10 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
   profile.set_model(model.name());
   for (int b : micro_batches) {
     std::vector<std::vector<double>> fwd(layers), bwd(layers);
-    // Pass 0 warms up (allocator, kernels' first-call costs) and is not recorded.
-    for (int pass = 0; pass <= repeats; ++pass) {
+    double timed_ms = 0;
+    // Pass 0 warms up (allocator, kernels' first-call costs) and is not recorded. Timed
+    // passes go on until they span kMinTimedMs, so a CPU quota's stalls show up in them.
+    for (int pass = 0; pass <= repeats || (timed_ms < kMinTimedMs && pass <= kMaxPasses); ++pass) {
       torch::Tensor x = randomInput(spec.proto(), b);
       for (int i = 0; i < layers; ++i) {
         torch::Tensor input = x.detach();
@@ -131,18 +138,28 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
         if (pass > 0) {
           fwd[i].push_back(forward_ms);
           bwd[i].push_back(backward_ms);
+          timed_ms += forward_ms + backward_ms;
         }
         x = y.detach();
       }
     }
+    // Each layer's median is its cost at full speed; a process under a CPU quota (a
+    // cgroup's cpu.cfs_quota_us) runs short bursts at full speed and then stalls for the
+    // rest of the period, so medians alone describe a faster device than it sustains. The
+    // stalls land in the timings in proportion to the CPU time spent, so the sum of the
+    // means over passes spanning many periods is the sustained cost: scale the medians to it.
+    double median_sum = 0;
+    for (int i = 0; i < layers; ++i) median_sum += median(fwd[i]) + median(bwd[i]);
+    const double passes = static_cast<double>(fwd.empty() ? 1 : fwd[0].size());
+    const double sustained = median_sum > 0 ? std::max(1.0, timed_ms / passes / median_sum) : 1.0;
     auto* batch = profile.add_batches();
     batch->set_micro_batch(b);
     for (int i = 0; i < layers; ++i) {
       const LayerCost& cost = spec.cost(i);
       auto* t = batch->add_layers();
       t->set_layer(i);
-      t->set_forward_ms(std::max(median(fwd[i]), 1e-6) * slowdown);
-      t->set_backward_ms(std::max(median(bwd[i]), 1e-6) * slowdown);
+      t->set_forward_ms(std::max(median(fwd[i]), 1e-6) * sustained * slowdown);
+      t->set_backward_ms(std::max(median(bwd[i]), 1e-6) * sustained * slowdown);
       // Weights, gradients and up to two optimizer states, plus one micro-batch's saved
       // activations and output.
       t->set_peak_memory_mb((4.0 * 4.0 * cost.parameters + b * (cost.saved_bytes + cost.output_bytes)) /

@@ -1,0 +1,221 @@
+// Data-path overhead: one activation from a sending stage to a receiving one on loopback,
+// through the path the workers use (toProto, PeerOutbox's long-lived Push stream, the
+// service's Read -> PeerInbox::put, PeerInbox::take, fromProto), against a raw gRPC
+// unary call carrying the same bytes in a ByteBuffer (generic API, no protobuf), both with
+// an empty reply and echoed back. One transfer in flight at a time; prints a Markdown
+// table of per-transfer medians and p90s.
+//
+//   build/bench/bench_data_path [--repeat N]
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "peer_inbox.h"
+#include "peer_outbox.h"
+#include "torch_stage.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using stagecraft::worker::PeerInbox;
+using stagecraft::worker::PeerOutbox;
+using stagecraft::worker::WorkerError;
+namespace v1 = stagecraft::v1;
+
+constexpr char kJob[] = "data-path";
+
+/// The receiving half of the worker's Push: the same loop as WorkerService::Push (Read,
+/// then WorkerNode::receive, which is PeerInbox::put) without a deployed stage around it.
+class PushSink final : public v1::Worker::Service {
+ public:
+  explicit PushSink(PeerInbox& inbox) : inbox_(inbox) {}
+  grpc::Status Push(grpc::ServerContext*, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) override {
+    v1::PeerTensor tensor;
+    while (reader->Read(&tensor)) inbox_.put(std::move(tensor));
+    return grpc::Status::OK;
+  }
+
+ private:
+  PeerInbox& inbox_;
+};
+
+/// Raw bytes over gRPC: "/raw/Sink" answers with an empty message, "/raw/Echo" with the
+/// request's bytes.
+class RawService final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(bool echo) : echo_(echo) { StartRead(&request_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
+          return;
+        }
+        if (echo_) {
+          reply_ = request_;  // shares the slices, copies no bytes
+        } else {
+          grpc::Slice empty;  // a default ByteBuffer is no message at all
+          reply_ = grpc::ByteBuffer(&empty, 1);
+        }
+        StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      bool echo_;
+      grpc::ByteBuffer request_, reply_;
+    };
+    return new Reactor(context->method() == "/raw/Echo");
+  }
+};
+
+std::unique_ptr<grpc::Server> serve(std::vector<grpc::Service*> services, grpc::CallbackGenericService* generic,
+                                    std::string& address) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  // gRPC's default limit is 4 MiB; the 4 MiB activation plus its header exceeds it.
+  builder.SetMaxReceiveMessageSize(stagecraft::worker::kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(stagecraft::worker::kMaxMessageBytes);
+  for (auto* s : services) builder.RegisterService(s);
+  if (generic) builder.RegisterCallbackGenericService(generic);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) throw std::runtime_error("cannot start a server on 127.0.0.1");
+  address = "127.0.0.1:" + std::to_string(port);
+  return server;
+}
+
+struct Stats {
+  double median_ms = 0, p90_ms = 0;
+};
+
+Stats stats(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * (ms.size() - 1) + 0.5))]; };
+  return {at(0.5), at(0.9)};
+}
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// `repeat` transfers of `activation` (rows = samples) through PeerOutbox -> PeerInbox.
+std::vector<double> pushPath(const std::string& address, PeerInbox& inbox, const torch::Tensor& activation,
+                             int repeat, std::int64_t& step) {
+  PeerOutbox outbox(0, [](const WorkerError& e) { std::fprintf(stderr, "send failed: %s\n", e.what()); });
+  const int samples = static_cast<int>(activation.size(0));
+  std::vector<double> out;
+  for (int i = -5; i < repeat; ++i) {  // five warm-up transfers open the stream
+    const auto start = Clock::now();
+    v1::PeerTensor message;
+    message.set_job(kJob);
+    message.set_sender("stage0");
+    message.set_step(++step);
+    message.set_micro_batch(0);
+    message.set_sample_begin(0);
+    message.set_samples(samples);
+    *message.mutable_tensor() = stagecraft::worker::toProto(activation);
+    outbox.send("stage1", address, std::move(message));
+    auto slices = inbox.take(step, 0, false, 0, samples, std::chrono::seconds(30));
+    const torch::Tensor received = stagecraft::worker::fromProto(slices.at(0).tensor());
+    const double ms = msSince(start);
+    if (received.numel() != activation.numel()) throw std::runtime_error("the activation arrived cut");
+    if (i >= 0) out.push_back(ms);
+  }
+  outbox.flush(std::chrono::seconds(30));
+  return out;
+}
+
+/// `repeat` unary calls of `bytes` to `method`, one at a time.
+std::vector<double> rawCalls(grpc::GenericStub& stub, const std::string& method, size_t bytes, int repeat) {
+  const std::string payload(bytes, '\x5a');
+  grpc::Slice slice(payload);
+  const grpc::ByteBuffer request(&slice, 1);
+  std::vector<double> out;
+  for (int i = -5; i < repeat; ++i) {
+    grpc::ClientContext context;
+    grpc::ByteBuffer reply;
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    grpc::Status status;
+    const auto start = Clock::now();
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &reply, [&](grpc::Status s) {
+      std::lock_guard lock(mutex);
+      status = std::move(s);
+      done = true;
+      done_cv.notify_one();
+    });
+    {
+      std::unique_lock lock(mutex);
+      done_cv.wait(lock, [&] { return done; });
+    }
+    const double ms = msSince(start);
+    if (!status.ok()) throw std::runtime_error(method + ": " + status.error_message());
+    if (i >= 0) out.push_back(ms);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 200;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--help") {
+      std::printf("usage: bench_data_path [--repeat N]\n");
+      return 0;
+    } else {
+      std::fprintf(stderr, "bench_data_path: unknown argument '%s'\n", arg.c_str());
+      return 2;
+    }
+  }
+  torch::set_num_threads(1);
+  PeerInbox inbox;
+  inbox.open(kJob);
+  PushSink sink(inbox);
+  RawService raw;
+  std::string address;
+  auto server = serve({&sink}, &raw, address);
+  grpc::GenericStub stub(stagecraft::worker::makeChannel(address));
+
+  struct Size {
+    const char* label;
+    std::int64_t rows, columns;  // float32
+  };
+  std::printf("| activation | path | median ms | p90 ms | median / raw one-way |\n|---|---|---:|---:|---:|\n");
+  std::int64_t step = 0;
+  for (const Size size : {Size{"4 KiB (1 x 1024 floats)", 1, 1024}, Size{"4 MiB (512 x 2048 floats)", 512, 2048}}) {
+    const torch::Tensor activation = torch::randn({size.rows, size.columns});
+    const size_t bytes = static_cast<size_t>(activation.numel()) * sizeof(float);
+    const Stats push = stats(pushPath(address, inbox, activation, repeat, step));
+    const Stats sink_only = stats(rawCalls(stub, "/raw/Sink", bytes, repeat));
+    const Stats echo = stats(rawCalls(stub, "/raw/Echo", bytes, repeat));
+    auto row = [&](const char* path, const Stats& s) {
+      std::printf("| %s | %s | %.3f | %.3f | %.2f |\n", size.label, path, s.median_ms, s.p90_ms,
+                  s.median_ms / sink_only.median_ms);
+    };
+    row("worker Push (toProto, PeerOutbox, PeerInbox, fromProto)", push);
+    row("raw gRPC unary, bytes in, empty reply", sink_only);
+    row("raw gRPC unary echo, bytes both ways", echo);
+  }
+  std::printf("\n%d timed transfers per row after 5 warm-up ones; sender and receiver in one process, "
+              "127.0.0.1.\n", repeat);
+  server->Shutdown();
+  return 0;
+}
