@@ -27,7 +27,11 @@ std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to);
 /// set for the device. Every planner, the estimate and the simulator use this one model.
 class CostModel {
  public:
+  /// Keeps references to `model` and `cluster`: both must outlive the cost model.
   CostModel(const ModelSpec& model, const Cluster& cluster, Optimizer optimizer = Optimizer::Sgd);
+  CostModel(ModelSpec&&, const Cluster&, Optimizer = Optimizer::Sgd) = delete;
+  CostModel(const ModelSpec&, Cluster&&, Optimizer = Optimizer::Sgd) = delete;
+  CostModel(ModelSpec&&, Cluster&&, Optimizer = Optimizer::Sgd) = delete;
 
   /// Replaces FLOPs / gflops by measured per-layer times for the devices in `profiles`.
   /// Throws Error when a profile names an unknown device or has the wrong layer count.

@@ -62,7 +62,8 @@ TEST(CostModel, SplitIsProportionalToSpeed) {
 TEST(CostModel, SplitRespectsMemoryCaps) {
   const ModelSpec model = uniformLinearModel(2, 64);
   v1::Cluster p = makeCluster({100, 10}).toProto();
-  const CostModel probe(model, Cluster::fromProto(p));
+  const Cluster probe_cluster = Cluster::fromProto(p);
+  const CostModel probe(model, probe_cluster);
   // Room for the weights and exactly two samples of activations on the fast device.
   const double need = probe.stateBytes(0, 2) + 2 * model.savedBytes(0, 2);
   p.mutable_devices(0)->set_memory_mb(need / (1024.0 * 1024.0));

@@ -1,5 +1,7 @@
 #include "live/chart_style.h"
 
+#include "editor/display_units.h"
+
 #include <QApplication>
 #include "live/qcustomplot_include.h"
 
@@ -26,19 +28,7 @@ QColor ChartStyle::deviceColor(int index) {
   return round == 0 ? base : base.lighter(100 + 15 * round);
 }
 
-QColor ChartStyle::tierColor(Tier tier) {
-  switch (tier) {
-    case Tier::Cloud:
-      return QColor(0x4e, 0x79, 0xa7);
-    case Tier::Edge:
-      return QColor(0x59, 0xa1, 0x4f);
-    case Tier::End:
-      return QColor(0xb0, 0x7a, 0xa1);
-    case Tier::Invalid:
-      break;
-  }
-  return QColor(0xba, 0xb0, 0xac);
-}
+QColor ChartStyle::tierColor(Tier tier) { return stagecraft::gui::tierColor(tier); }
 
 QColor ChartStyle::eventColor(EventKind kind, int micro_batch) {
   // Two shades per compute kind: adjacent micro-batches differ, the kind stays obvious.
