@@ -99,6 +99,36 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.data(model.index(2, 0), DeviceModel::StageRole).toInt(), -1);
   }
 
+  void beaconsMergeByAddressThenByName() {
+    DeviceModel model;
+    model.setMonitoring(false);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.loadCluster(clusterOf({{"edge-a", "10.0.0.5:50051"}, {"edge-b", ""}}));
+    stagecraft::v1::Beacon beacon;
+    beacon.set_name("renamed");
+    beacon.set_tier("edge");
+    beacon.set_address("10.0.0.5:50051");
+    beacon.set_state("training");
+    beacon.set_job("job-2");
+    beacon.set_measured_gflops(30);
+    beacon.set_memory_mb(1024);
+    QCOMPARE(model.mergeBeacon(beacon), 0);  // same address: the file's edge-a
+    QCOMPARE(model.status("edge-a"), DeviceStatus::Busy);
+    beacon.set_name("edge-b");
+    beacon.set_address("10.0.0.6:50051");
+    beacon.set_state("idle");
+    QCOMPARE(model.mergeBeacon(beacon), 1);  // same name: edge-b gets its address
+    QCOMPARE(model.data(model.index(1, DeviceModel::AddressColumn)).toString(), QStringLiteral("10.0.0.6:50051"));
+    QCOMPARE(model.status("edge-b"), DeviceStatus::Reachable);
+    beacon.set_name("end-new");
+    beacon.set_address("10.0.0.7:50051");
+    beacon.set_tier("end");
+    QCOMPARE(model.mergeBeacon(beacon), 2);  // neither: a new row
+    QCOMPARE(model.rowCount(), 3);
+    QCOMPARE(model.cluster().device(2).tier, stagecraft::Tier::End);
+    QCOMPARE(model.cluster().device(2).gflops, 30.0);
+  }
+
   void heartbeatsMoveStatusThroughReachableBusyAndLost() {
     auto alive = std::make_unique<FakeWorkerServer>(script("edge-a"));
     FakeWorkerServer steady(script("edge-b"));

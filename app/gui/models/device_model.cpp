@@ -272,6 +272,20 @@ int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info)
   return at;
 }
 
+int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
+  v1::WorkerInfo info;
+  info.set_name(beacon.name());
+  info.set_tier(beacon.tier());
+  info.set_address(beacon.address());
+  info.set_version(beacon.version());
+  info.set_state(beacon.state());
+  info.set_job(beacon.job());
+  info.set_cores(beacon.cores());
+  info.set_memory_mb(beacon.memory_mb());
+  info.set_measured_gflops(beacon.measured_gflops());
+  return mergeWorker(QString::fromStdString(beacon.address()), info);
+}
+
 void DeviceModel::clear() {
   beginResetModel();
   rows_.clear();

@@ -10,6 +10,7 @@
 #include "cluster/cluster.h"
 #include "control/coordinator.h"
 #include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/discovery.pb.h"
 #include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::gui {
@@ -65,6 +66,8 @@ class DeviceModel : public QAbstractTableModel {
   /// A worker heard on the LAN (a beacon, or any Describe answer): updates the row with
   /// `address` or the same name, else adds a row. Returns the row.
   int mergeWorker(const QString& address, const v1::WorkerInfo& info);
+  /// A worker's beacon (BeaconDiscovery::deviceSeen): mergeWorker() with what it announces.
+  int mergeBeacon(const v1::Beacon& beacon);
   /// Removes every row.
   void clear();
 
@@ -77,7 +80,8 @@ class DeviceModel : public QAbstractTableModel {
 
   /// The devices as a core Cluster for planning: the loaded file's name and links (those
   /// between devices still listed), each device with its measured speed where known.
-  /// Throws Error when there is no device.
+  /// Throws Error when there is no device, or naming a device whose speed or memory is
+  /// still unknown.
   Cluster cluster() const;
   /// Names of the devices whose workers answer now (reachable or busy), in row order.
   QStringList liveDevices() const;
