@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "control/replan.h"
 #include "control/timeline_events.h"
 #include "cost/cost_model.h"
 #include "io/error.h"
@@ -31,14 +32,6 @@ int memberCount(const Plan& plan) {
   int n = 0;
   for (const Stage& stage : plan.stages) n += static_cast<int>(stage.members.size());
   return n;
-}
-
-int memberDevice(const Plan& plan, int member) {
-  for (const Stage& stage : plan.stages) {
-    if (member < static_cast<int>(stage.members.size())) return stage.members[static_cast<size_t>(member)].device;
-    member -= static_cast<int>(stage.members.size());
-  }
-  return -1;
 }
 
 }  // namespace
@@ -348,7 +341,7 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
 
 void TrainingController::onIteration(std::uint64_t generation, int member, const v1::IterationReport& report) {
   const Deployment& d = *deployment_;
-  const int device = memberDevice(d.plan, member);
+  const int device = d.coordinator->memberDevice(member);
   std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, d.cluster);
   toGui([this, generation, member, report, timeline = std::move(timeline),
          name = QString::fromStdString(d.cluster.device(device).name)] {
@@ -373,7 +366,9 @@ bool TrainingController::trainSegments(std::int64_t target) {
       Q_EMIT logMessage(worker, QtInfoMsg, text);
     });
   };
-  // REPLAN-MERGE: on_iteration
+  callbacks.on_iteration = [this, generation = d.generation](int member, const v1::IterationReport& report) {
+    onIteration(generation, member, report);
+  };
 
   std::int64_t segment = 1;
   while (d.step < target && !cancel_) {
@@ -391,13 +386,13 @@ bool TrainingController::trainSegments(std::int64_t target) {
   return !cancel_;
 }
 
-void TrainingController::trainJob(std::int64_t target) {
+void TrainingController::trainJob(std::int64_t target, bool continuing) {
   if (!deployment_) throw Error("nothing is deployed");
   {
     std::lock_guard lock(mutex_);
     training_ = true;
   }
-  deployment_->run_started = Clock::now();
+  if (!continuing) deployment_->run_started = Clock::now();
   bool completed = false;
   try {
     completed = trainSegments(target);
@@ -443,11 +438,124 @@ void TrainingController::trainJob(std::int64_t target) {
   });
 }
 
-}  // namespace stagecraft::gui
+// ---- re-planning ----
 
-namespace stagecraft::gui {
-// REPLAN-MERGE: temporary
-void TrainingController::replanJob(PendingReplan, bool, std::int64_t) { throw Error("re-planning needs the replan branch"); }
-bool TrainingController::proposeReplan(const QString&, const PlanRequest&, const QStringList&) { return refuse(tr("Re-planning is not available yet.")); }
-bool TrainingController::applyReplan(const Plan&, const Cluster&) { return refuse(tr("Re-planning is not available yet.")); }
+bool TrainingController::proposeReplan(const QString& planner_name, const PlanRequest& request,
+                                       const QStringList& live_devices) {
+  if (!plan_ || !cluster_ || !model_) return refuse(tr("Deploy a plan before re-planning."));
+  if (planning_) return refuse(tr("A re-plan is already being computed."));
+  std::shared_ptr<const Planner> planner;
+  try {
+    planner = makePlanner(planner_name.toStdString());
+  } catch (const std::exception& e) {
+    return refuse(QString::fromStdString(e.what()));
+  }
+  std::vector<std::string> live;
+  for (const QString& name : live_devices) live.push_back(name.toStdString());
+  if (planner_.joinable()) planner_.join();
+  planning_ = true;
+  planner_ = std::thread([this, plan = *plan_, cluster = *cluster_, model = *model_, reports = latest_reports_,
+                          planner = std::move(planner), request, live = std::move(live)] {
+    try {
+      // Speeds as measured: each member's compute time against the cost model's prediction.
+      const CostModel deployed_cost(model, cluster, plan.optimizer);
+      const Cluster calibrated = control::calibrateCluster(plan, deployed_cost, reports);
+      const double current_sps = simulate(plan, CostModel(model, calibrated, plan.optimizer)).samples_per_second;
+      const Cluster candidates = live.empty() ? calibrated : control::restrictCluster(calibrated, live);
+      const CostModel cost(model, candidates, plan.optimizer);
+      PlanOutcome outcome = makePlan(*planner, cost, request);
+      if (!outcome.feasible) {
+        const QString reason = outcome.reason.empty()
+                                   ? tr("Planner %1 found no plan that fits the live devices.")
+                                         .arg(QString::fromStdString(std::string(planner->name())))
+                                   : QString::fromStdString(outcome.reason);
+        toGui([this, reason] {
+          planning_ = false;
+          Q_EMIT failed(reason);
+        });
+        return;
+      }
+      const double proposed_sps = simulate(outcome.plan, cost).samples_per_second;
+      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates] {
+        planning_ = false;
+        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates);
+      });
+    } catch (const std::exception& e) {
+      toGui([this, text = QString::fromStdString(e.what())] {
+        planning_ = false;
+        Q_EMIT failed(text);
+      });
+    }
+  });
+  return true;
+}
+
+bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
+  if (!plan_) return refuse(tr("Deploy a plan before re-planning."));
+  const bool can = settled() || state_ == TrainingState::Training || state_ == TrainingState::Stopping;
+  if (!can) return refuse(tr("Cannot re-plan while %1.").arg(stateText(state_).toLower()));
+  bool training = false;
+  {
+    std::lock_guard lock(mutex_);
+    training = training_;
+    // The run ends at its next step boundary and replanJob() continues it.
+    if (training) pending_replan_ = PendingReplan{plan, cluster};
+  }
+  // A run that ended on its own a moment ago (its Stopped not here yet) still continues.
+  const bool resume = !training && state_ == TrainingState::Training;
+  setState(TrainingState::Replanning);
+  if (!training) {
+    enqueue([this, replan = PendingReplan{plan, cluster}, resume, target = static_cast<std::int64_t>(target_step_)] {
+      replanJob(replan, resume, target);
+    });
+  }
+  return true;
+}
+
+void TrainingController::replanJob(PendingReplan replan, bool resume, std::int64_t target) {
+  if (!deployment_) throw Error("nothing is deployed to re-plan");
+  Deployment& old = *deployment_;
+  toGui([this, step = old.step] {
+    setState(TrainingState::Replanning);
+    Q_EMIT progress(tr("Collecting the weights at step %1.").arg(step), 0, 2);
+  });
+  control::ModelWeights weights;
+  try {
+    weights = old.coordinator->collectWeights();
+  } catch (const std::exception& e) {
+    // Nothing changed on the workers: the old deployment stays.
+    fail(e.what(), TrainingState::Stopped);
+    return;
+  }
+  control::CoordinatorOptions coordinator_options;
+  {
+    std::lock_guard lock(settings_mutex_);
+    coordinator_options = coordinator_options_;
+  }
+  const int members = memberCount(replan.plan);
+  toGui([this, members, step = weights.step] {
+    Q_EMIT progress(tr("Deploying the new plan to %1 workers at step %2.").arg(members).arg(step), 1, 2);
+  });
+  auto coordinator = std::make_unique<control::Coordinator>(replan.cluster, coordinator_options);
+  coordinator->deploy(replan.plan, old.model, old.options, weights);
+  const double predicted =
+      simulate(replan.plan, CostModel(old.model, replan.cluster, replan.plan.optimizer)).samples_per_second;
+  auto next = std::make_unique<Deployment>(Deployment{replan.plan, old.model, replan.cluster, old.options,
+                                                      std::move(coordinator), predicted, old.generation + 1,
+                                                      weights.step, old.run_started});
+  deployment_ = std::move(next);  // the old coordinator goes; its workers hold the new job or idle
+  publishDeployment();
+  toGui([this, plan = replan.plan, step = weights.step, members, resume, target] {
+    Q_EMIT progress(tr("The new plan runs on %1 workers from step %2.").arg(members).arg(step), 2, 2);
+    Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+                      tr("Re-planned: %1 stages on %2 workers, continuing at step %3.")
+                          .arg(plan.stageCount())
+                          .arg(members)
+                          .arg(step));
+    Q_EMIT replanApplied(plan, step);
+    setState(resume && step < target ? TrainingState::Training : TrainingState::Stopped);
+  });
+  if (resume && weights.step < target) trainJob(target, true);
+}
+
 }  // namespace stagecraft::gui

@@ -150,7 +150,7 @@ class TrainingController : public QObject {
   void startLocalJob(const std::string& path);
   void stopLocalJob();
   void deployJob(Plan plan, ModelSpec model, Cluster cluster, control::TrainingOptions options);
-  void trainJob(std::int64_t target);
+  void trainJob(std::int64_t target, bool continuing = false);  // continuing: after a re-plan
   void replanJob(PendingReplan replan, bool resume, std::int64_t target);
   bool trainSegments(std::int64_t target);
   void fail(const std::string& message, TrainingState next);
