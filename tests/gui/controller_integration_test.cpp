@@ -87,8 +87,8 @@ class ControllerIntegrationTest : public QObject {
     // Plan over all four, deploy, train N steps.
     const stagecraft::ModelSpec model = stagecraft::loadModel("mlp");
     stagecraft::PlanRequest request;
-    request.batch_size = 16;
-    request.microbatches = 4;
+    request.batch_size = 8;
+    request.microbatches = 2;
     const stagecraft::CostModel cost(model, cluster);
     const auto outcome = stagecraft::makePlan(*stagecraft::makePlanner("hybrid"), cost, request);
     QVERIFY2(outcome.feasible, outcome.reason.c_str());
@@ -98,9 +98,9 @@ class ControllerIntegrationTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Deployed || !failures.isEmpty(), kStartTimeoutMs);
     QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
 
-    constexpr int kFirst = 4;
-    constexpr int kSecond = 3;
-    constexpr int kThird = 6;
+    constexpr int kFirst = 3;
+    constexpr int kSecond = 2;
+    constexpr int kThird = 5;
     QVERIFY(controller.start(kFirst));
     QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Stopped || !failures.isEmpty(), kStepTimeoutMs);
     QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
