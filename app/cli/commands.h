@@ -20,6 +20,8 @@ int runCompare(std::span<const std::string> args);
 int runCluster(std::span<const std::string> args);
 /// `profile`: every worker times every layer of a model.
 int runProfile(std::span<const std::string> args);
+/// `discover`: the workers whose UDP beacons arrive within a few seconds.
+int runDiscover(std::span<const std::string> args);
 /// `run`: profile, plan, deploy and train on a cluster's workers.
 int runRun(std::span<const std::string> args);
 

@@ -142,8 +142,45 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
   TrainingOptions named = options;
   if (named.job.empty()) named.job = makeJobName(model.name());
   const std::vector<int> ports = freeLoopbackPorts(plan.stageCount());
-  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named, ports);
+  return deployAssignments(plan, buildAssignments(plan, model, cluster_, named, ports), named.job);
+}
 
+std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSpec& model,
+                                                 const TrainingOptions& options, const ModelWeights& weights) {
+  closeStreams();
+  TrainingOptions named = options;
+  if (named.job.empty()) named.job = makeJobName(model.name());
+  named.start_step = weights.step;
+  const std::vector<int> ports = freeLoopbackPorts(plan.stageCount());
+  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named, ports);
+  attachWeights(assignments, weights);
+  return deployAssignments(plan, std::move(assignments), named.job);
+}
+
+ModelWeights Coordinator::collectWeights(bool optimizer_state) {
+  if (member_device_.empty()) throw Error("nothing is deployed: no weights to collect");
+  closeStreams();
+  std::vector<int> rank0;  // one member per stage
+  for (int m = 0; m < memberCount(); ++m) {
+    if (assignments_[m].rank() == 0) rank0.push_back(m);
+  }
+  v1::GetWeightsRequest request;
+  request.set_optimizer_state(optimizer_state);
+  const int n = static_cast<int>(rank0.size());
+  std::vector<v1::StageWeights> weights(n);
+  std::vector<std::string> workers(n);
+  parallelFor(n, [&](int i) {
+    WorkerClient& worker = memberClient(rank0[i]);
+    workers[i] = worker.endpoint().name;
+    // Weights are large: the deploy deadline, not the one for small calls.
+    weights[i] = worker.getWeights(request, options_.deploy_timeout);
+  });
+  return mergeStageWeights(weights, workers);
+}
+
+std::vector<v1::DeployReply> Coordinator::deployAssignments(const Plan& plan,
+                                                            std::vector<v1::StageAssignment> assignments,
+                                                            const std::string& job) {
   std::vector<int> devices;
   std::vector<bool> last_stage;
   for (int s = 0; s < plan.stageCount(); ++s) {
@@ -165,7 +202,7 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
   } catch (...) {
     // Leave no member holding a stage of a job that cannot run.
     v1::StopRequest request;
-    request.set_job(named.job);
+    request.set_job(job);
     parallelFor(n, [&](int i) {
       if (!deployed[i]) return;
       try {
@@ -176,7 +213,7 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
     throw;
   }
 
-  job_ = named.job;
+  job_ = job;
   batch_size_ = plan.batch_size;
   assignments_ = std::move(assignments);
   member_device_ = std::move(devices);
@@ -315,6 +352,7 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
       if (callbacks.on_log) callbacks.on_log(who.name, item.event.log());
       return;
     }
+    if (item.event.has_iteration() && callbacks.on_iteration) callbacks.on_iteration(m, item.event.iteration());
     std::vector<StepResult> steps;
     try {
       steps = aggregator.add(m, item.event);

@@ -16,6 +16,7 @@
 
 #include "cluster/cluster.h"
 #include "control/assignments.h"
+#include "control/replan.h"
 #include "control/telemetry.h"
 #include "control/worker_client.h"
 #include "model/model_spec.h"
@@ -52,6 +53,9 @@ struct WorkerProbe {
 struct TrainingCallbacks {
   std::function<void(const StepResult&)> on_step;
   std::function<void(const std::string& worker, const std::string& text)> on_log;
+  /// Every member's IterationReport as it arrives (before the step it completes, if any,
+  /// reaches on_step). `member` indexes assignments(); memberDevice() maps it to the cluster.
+  std::function<void(int member, const v1::IterationReport& report)> on_iteration;
 };
 
 struct TrainingResult {
@@ -93,7 +97,21 @@ class Coordinator {
   /// the replies in the same order. Each stage group's c10d store gets a port that was
   /// free on this machine. When one member fails, the others are stopped again.
   std::vector<v1::DeployReply> deploy(const Plan& plan, const ModelSpec& model, const TrainingOptions& options);
+  /// deploy() starting from `weights` (see collectWeights) instead of the seed: each member
+  /// gets the tensors of its layer range, and the run continues at step weights.step, so
+  /// step numbers go on where the last deployment stopped. options.start_step is ignored.
+  std::vector<v1::DeployReply> deploy(const Plan& plan, const ModelSpec& model, const TrainingOptions& options,
+                                      const ModelWeights& weights);
+  /// The deployed model's weights (and, with `optimizer_state`, its optimizer's state) from
+  /// the rank-0 member of each stage, for a deploy() of another plan. Call after a run has
+  /// finished or been stopped. Throws WorkerError naming a worker that fails, Error when
+  /// nothing is deployed or the stages stopped at different steps.
+  ModelWeights collectWeights(bool optimizer_state = true);
   const std::vector<v1::StageAssignment>& assignments() const { return assignments_; }
+  /// Deployed members (one per assignment).
+  int memberCount() const { return static_cast<int>(member_device_.size()); }
+  /// The cluster device (index into cluster()) that member `member` runs on.
+  int memberDevice(int member) const { return member_device_.at(member); }
   const std::string& job() const { return job_; }
 
   /// Opens the members' telemetry streams (waiting up to subscribe_timeout for them), then
@@ -124,6 +142,8 @@ class Coordinator {
   };
 
   WorkerClient& client(int device);
+  std::vector<v1::DeployReply> deployAssignments(const Plan& plan, std::vector<v1::StageAssignment> assignments,
+                                                 const std::string& job);
   WorkerClient& memberClient(int member) { return client(member_device_[member]); }
   void openStreams();
   void readTelemetry(int member);

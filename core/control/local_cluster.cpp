@@ -207,7 +207,11 @@ std::vector<std::string> workerArguments(const Cluster& cluster, int device, con
           "--threads",        std::to_string(threads),
           "--slowdown",       number(fastest / d.gflops),
           "--bandwidth-mbps", number(d.bandwidth_mbps),
-          "--memory-mb",      number(d.memory_mb)};
+          "--memory-mb",      number(d.memory_mb),
+          // Discoverable on this machine (`stagecraft-cli discover`), not on the LAN: the
+          // loopback broadcast reaches every listener on the port, where a unicast to
+          // 127.0.0.1 would reach only one of those sharing it (SO_REUSEPORT balances).
+          "--beacon-to",      "127.255.255.255"};
 }
 
 LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& cluster_path,

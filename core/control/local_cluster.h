@@ -31,7 +31,8 @@ std::string findWorkerBinary(const std::string& explicit_path, const std::string
 /// The command-line arguments of the worker for device `device`, listening on `listen`:
 /// its name and tier, `threads`, and emulation knobs that keep the cluster's relative
 /// speeds (--slowdown = fastest gflops / this device's gflops), its NIC bandwidth and its
-/// memory.
+/// memory; its discovery beacon goes to the loopback broadcast 127.255.255.255 (default
+/// port), so every listener on this machine hears it and the LAN does not.
 std::vector<std::string> workerArguments(const Cluster& cluster, int device, const std::string& listen, int threads);
 
 /// One stagecraft-worker process per device of a cluster, on loopback, emulating each

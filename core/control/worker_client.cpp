@@ -75,4 +75,10 @@ v1::HeartbeatReply WorkerClient::heartbeat(std::chrono::milliseconds deadline) {
       v1::HeartbeatRequest{}, deadline);
 }
 
+v1::StageWeights WorkerClient::getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline) {
+  return call<v1::GetWeightsRequest, v1::StageWeights>(
+      endpoint_, "GetWeights", [&](auto* c, const auto& r, auto* o) { return stub_->GetWeights(c, r, o); }, request,
+      deadline);
+}
+
 }  // namespace stagecraft::control

@@ -36,6 +36,7 @@ class WorkerClient {
   void start(const v1::StartRequest& request, std::chrono::milliseconds deadline);
   v1::StopReply stop(const v1::StopRequest& request, std::chrono::milliseconds deadline);
   v1::HeartbeatReply heartbeat(std::chrono::milliseconds deadline);
+  v1::StageWeights getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline);
 
  private:
   WorkerEndpoint endpoint_;

@@ -77,6 +77,7 @@ TEST_F(CliRunTest, HelpOnEveryWorkerCommandExitsZero) {
                                                           {"cluster", "status", "--help"},
                                                           {"profile", "--help"},
                                                           {"run", "--help"},
+                                                          {"discover", "--help"},
                                                           {"help", "run"}};
   for (const auto& command : commands) {
     const CapturedRun r = run(command);
@@ -85,8 +86,23 @@ TEST_F(CliRunTest, HelpOnEveryWorkerCommandExitsZero) {
     EXPECT_TRUE(r.err.empty()) << r.err;
   }
   const CapturedRun top = run({"--help"});
-  for (const char* command : {"cluster", "profile", "run"}) EXPECT_TRUE(contains(top.out, command)) << command;
+  for (const char* command : {"cluster", "profile", "run", "discover"}) {
+    EXPECT_TRUE(contains(top.out, command)) << command;
+  }
   EXPECT_TRUE(contains(run({"run", "--help"}).out, "--local"));
+}
+
+TEST_F(CliRunTest, DiscoverWithNobodyAnnouncingListsNoWorkers) {
+  // A port no worker announces on: the window passes and the list is empty.
+  const std::string port = std::to_string(control::freeLoopbackPorts(1).front());
+  const CapturedRun json = run({"discover", "--port", port, "--seconds", "0.3", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_TRUE(contains(json.out, "\"beacons\"")) << json.out;
+  EXPECT_FALSE(contains(json.out, "\"name\"")) << json.out;
+  EXPECT_GE(json.seconds, 0.25);
+  const CapturedRun text = run({"discover", "--port", port, "--seconds", "0.3"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "no workers heard on UDP port " + port)) << text.out;
 }
 
 TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
@@ -146,6 +162,10 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
       {"cluster", "up", "--cluster", c, "--worker-binary", (dir_ / "no-such-worker").string()},
       {"cluster", "up", "--cluster", c, "--worker-binary", "/bin/true", "--timeout", "soon"},
       {"cluster", "down", "--cluster", "moon-base"},
+      {"discover", "--seconds", "0"},
+      {"discover", "--seconds", "soon"},
+      {"discover", "--port", "70000"},
+      {"discover", "--port", "0"},
   };
   for (const auto& args : bad) {
     std::string line;

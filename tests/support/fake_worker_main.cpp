@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
       script.bandwidth_mbps = std::stod(value);
     else if (flag == "--memory-mb")
       script.memory_mb = std::stod(value);
-    else if (flag == "--threads")
-      continue;
+    else if (flag == "--threads" || flag == "--beacon-port" || flag == "--beacon-interval-ms" ||
+             flag == "--beacon-to")
+      continue;  // the fake worker sends no beacons
     else {
       std::cerr << "stagecraft-fake-worker: unknown flag " << flag << "\n";
       return 2;

@@ -236,8 +236,9 @@ class WorkerProcess {
       std::istringstream words(wrapper);
       for (std::string word; words >> word;) argv.push_back(word);
     }
+    // No discovery beacons on the LAN from tests; a test that wants them passes its own flags.
     for (std::string arg : {STAGECRAFT_WORKER, "--listen", "127.0.0.1:0", "--name", name.c_str(), "--tier", "edge",
-                            "--threads", "1"}) {
+                            "--threads", "1", "--beacon-port", "0"}) {
       argv.push_back(arg);
     }
     argv.insert(argv.end(), extra.begin(), extra.end());

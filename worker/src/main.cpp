@@ -7,6 +7,7 @@
 #include <iostream>
 #include <pthread.h>
 
+#include "beacon_announcer.h"
 #include "io/error.h"
 #include "peer_outbox.h"
 #include "status_mapping.h"
@@ -55,12 +56,19 @@ int main(int argc, char** argv) {
     }
     const std::string address = options.listen.substr(0, options.listen.rfind(':')) + ":" + std::to_string(port);
     node.setAddress(address);
+    std::unique_ptr<BeaconAnnouncer> beacon;
+    if (options.beacon_port > 0) {
+      beacon = std::make_unique<BeaconAnnouncer>([&node] { return node.describe(); }, options.beacon_to,
+                                                 options.beacon_port,
+                                                 std::chrono::milliseconds(options.beacon_interval_ms));
+    }
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);
 
     int signal = 0;
     sigwait(&signals, &signal);
     std::fprintf(stderr, "stagecraft-worker: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    beacon.reset();  // gone before the service stops answering the address it announces
     node.shutdown();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server->Wait();

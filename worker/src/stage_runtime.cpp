@@ -238,9 +238,9 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
   d.env = std::move(env);
   d.step = assignment.start_step();
   d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed());
+  d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
   if (assignment.has_weights()) setWeights(assignment.weights());
   d.step = assignment.start_step();
-  d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
   if (d.layout.first() || d.layout.last()) {
     v1::DataConfig data = assignment.data();
     if (data.kind().empty()) data.set_kind("synthetic");
@@ -296,9 +296,12 @@ void StageRuntime::requestStop() {
   if (d.outbox) d.outbox->cancel();
 }
 
-v1::StageWeights StageRuntime::weights() {
+v1::StageWeights StageRuntime::weights(bool optimizer_state) {
   std::lock_guard lock(impl_->module_mutex);
   v1::StageWeights w = getWeights(impl_->module);
+  if (optimizer_state) {
+    for (auto& t : optimizerState(*impl_->optimizer, impl_->module)) *w.add_tensors() = std::move(t);
+  }
   w.set_layer_begin(impl_->layout.layer_begin);
   w.set_layer_end(impl_->layout.layer_end);
   w.set_step(impl_->step);
@@ -308,8 +311,21 @@ v1::StageWeights StageRuntime::weights() {
 void StageRuntime::setWeights(const v1::StageWeights& weights) {
   Impl& d = *impl_;
   std::lock_guard lock(d.module_mutex);
-  stagecraft::worker::setWeights(d.module, weights);
-  if (d.optimizer) d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
+  v1::StageWeights module_weights = weights;
+  module_weights.clear_tensors();
+  std::vector<const v1::Tensor*> optimizer_state;
+  for (const auto& t : weights.tensors()) {
+    if (isOptimizerStateName(t.name())) {
+      optimizer_state.push_back(&t);
+    } else {
+      *module_weights.add_tensors() = t;
+    }
+  }
+  // The optimizer state is checked (on a fresh optimizer) before the module changes.
+  auto optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
+  setOptimizerState(*optimizer, d.module, optimizer_state);
+  stagecraft::worker::setWeights(d.module, module_weights);
+  d.optimizer = std::move(optimizer);
   d.step = weights.step();
 }
 

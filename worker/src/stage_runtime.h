@@ -48,9 +48,12 @@ class StageRuntime {
   void requestStop();
   bool stopRequested() const;
 
-  v1::StageWeights weights();
-  /// Replaces parameters and buffers, restarts the optimizer's state, and moves to the
-  /// weights' step. Throws stagecraft::Error when they do not match the stage.
+  /// Parameters and buffers (named "<layer>.<name>"), then with `optimizer_state` the
+  /// optimizer's state (see optimizerState()).
+  v1::StageWeights weights(bool optimizer_state = false);
+  /// Replaces parameters and buffers, restarts the optimizer from the weights' optimizer
+  /// state tensors (afresh without any), and moves to the weights' step. Throws
+  /// stagecraft::Error, changing nothing, when they do not match the stage.
   void setWeights(const v1::StageWeights& weights);
 
  private:

@@ -75,6 +75,18 @@ v1::StageWeights getWeights(StageModule& module);
 /// Throws stagecraft::Error when names, shapes or the layer range do not match.
 void setWeights(StageModule& module, const v1::StageWeights& weights);
 
+/// Whether a StageWeights tensor name is optimizer state ("<parameter>#<state>").
+bool isOptimizerStateName(const std::string& name);
+/// The optimizer's per-parameter state as tensors named "<parameter>#<state>": SGD's
+/// "#momentum_buffer", Adam's "#step" (int64 scalar), "#exp_avg" and "#exp_avg_sq".
+/// Parameters without state yet (no step taken) have none.
+std::vector<v1::Tensor> optimizerState(torch::optim::Optimizer& optimizer, StageModule& module);
+/// Replaces the optimizer's whole state by `tensors` (as optimizerState names them;
+/// parameters not named start afresh). Throws stagecraft::Error, changing nothing, for a
+/// parameter the stage lacks, a state of the other optimizer kind or a wrong shape.
+void setOptimizerState(torch::optim::Optimizer& optimizer, StageModule& module,
+                       const std::vector<const v1::Tensor*>& tensors);
+
 /// Times every layer's forward and backward at each micro-batch size on this machine
 /// (after a warm-up), multiplied by `slowdown`; peak memory from the activation sizes.
 v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> micro_batches, int repeats,

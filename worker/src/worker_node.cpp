@@ -225,7 +225,7 @@ v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
   return reply;
 }
 
-v1::StageWeights WorkerNode::weights() { return deployed()->weights(); }
+v1::StageWeights WorkerNode::weights(bool optimizer_state) { return deployed()->weights(optimizer_state); }
 
 void WorkerNode::setWeights(const v1::StageWeights& weights) {
   std::lock_guard control(control_mutex_);

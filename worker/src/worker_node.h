@@ -38,7 +38,8 @@ class WorkerNode {
   void start(const v1::StartRequest& request);
   /// Stops training (if any) and waits for the thread; returns the step reached.
   v1::StopReply stop(const v1::StopRequest& request);
-  v1::StageWeights weights();
+  /// Parameters and buffers, and with `optimizer_state` the optimizer's state too.
+  v1::StageWeights weights(bool optimizer_state = false);
   void setWeights(const v1::StageWeights& weights);
   /// A peer's slice (Push).
   void receive(v1::PeerTensor tensor);

@@ -30,6 +30,7 @@ std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S]\n"
+         "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
          "Serves the stagecraft.v1.Worker gRPC service: runs one pipeline stage of a model in\n"
          "LibTorch, moves activations and gradients to its neighbours, all-reduces gradients\n"
@@ -44,6 +45,10 @@ std::string workerUsage() {
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
          "  --memory-mb M          memory a stage may use (default: the machine's)\n"
          "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
+         "  --beacon-port P        announce this worker on UDP port P (default 47800; 0: off)\n"
+         "  --beacon-interval-ms I one beacon every I ms (default 1000)\n"
+         "  --beacon-to ADDR       IPv4 address the beacons go to (default 255.255.255.255,\n"
+         "                         the LAN broadcast; 127.0.0.1 for this machine only)\n"
          "  --help                 this text\n";
 }
 
@@ -97,6 +102,22 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       o.memory_mb = parseNumber(flag, next(), 0, false);
     } else if (flag == "--peer-timeout-s") {
       o.peer_timeout_s = parseNumber(flag, next(), 0, false);
+    } else if (flag == "--beacon-port") {
+      const double p = parseNumber(flag, next(), 0, true);
+      if (p != std::floor(p) || p > 65535) throw Error("--beacon-port: '" + value + "' is not a port");
+      o.beacon_port = static_cast<int>(p);
+    } else if (flag == "--beacon-interval-ms") {
+      const double ms = parseNumber(flag, next(), 10, true);
+      if (ms != std::floor(ms) || ms > 3'600'000) throw Error("--beacon-interval-ms: '" + value + "' is out of range");
+      o.beacon_interval_ms = static_cast<int>(ms);
+    } else if (flag == "--beacon-to") {
+      o.beacon_to = next();
+      unsigned a, b, c, d;
+      char tail;
+      if (std::sscanf(o.beacon_to.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+          c > 255 || d > 255) {
+        throw Error("--beacon-to: '" + o.beacon_to + "' is not an IPv4 address");
+      }
     } else {
       throw Error("unknown flag '" + args[i] + "' (see --help)");
     }

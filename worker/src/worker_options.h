@@ -15,6 +15,9 @@ struct WorkerOptions {
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
   double memory_mb = 0;         ///< memory a stage may use; 0 = the machine's
   double peer_timeout_s = 30;   ///< how long to wait for a peer's tensor or the group
+  int beacon_port = 47800;      ///< UDP port of the discovery beacon; 0 = no beacon (control::kDefaultBeaconPort)
+  int beacon_interval_ms = 1000;
+  std::string beacon_to = "255.255.255.255";  ///< IPv4 address beacons go to (broadcast by default)
   bool help = false;
 };
 

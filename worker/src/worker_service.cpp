@@ -49,8 +49,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext*, const v1::HeartbeatR
   return guarded([&] { *reply = node_.heartbeat(); });
 }
 
-grpc::Status WorkerService::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) {
-  return guarded([&] { *reply = node_.weights(); });
+grpc::Status WorkerService::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* request,
+                                       v1::StageWeights* reply) {
+  return guarded([&] { *reply = node_.weights(request->optimizer_state()); });
 }
 
 grpc::Status WorkerService::SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) {

@@ -1,0 +1,561 @@
+#include "live/training_controller.h"
+
+#include <QCoreApplication>
+#include <QLoggingCategory>
+#include <QMetaObject>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "control/replan.h"
+#include "control/timeline_events.h"
+#include "cost/cost_model.h"
+#include "io/error.h"
+
+namespace stagecraft::gui {
+
+Q_LOGGING_CATEGORY(lcTrainingController, "stagecraft.gui.trainingcontroller")
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// How long one Start should train: short enough that stop() and applyReplan() take effect
+/// within about this long, long enough that the per-Start overhead (streams, RPCs) is small.
+constexpr double kSegmentSeconds = 0.5;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Members of a plan as the coordinator numbers them (buildAssignments): stage order,
+/// then member order.
+int memberCount(const Plan& plan) {
+  int n = 0;
+  for (const Stage& stage : plan.stages) n += static_cast<int>(stage.members.size());
+  return n;
+}
+
+}  // namespace
+
+/// One deployed job, owned by the controller's thread.
+struct TrainingController::Deployment {
+  Plan plan;
+  ModelSpec model;
+  Cluster cluster;
+  control::TrainingOptions options;
+  std::unique_ptr<control::Coordinator> coordinator;
+  double predicted_sps = 0;
+  std::uint64_t generation = 0;
+  std::int64_t step = 0;  // the last step every member completed
+  Clock::time_point run_started{};
+};
+
+TrainingController::TrainingController(QObject* parent) : QObject(parent) {
+  thread_ = std::thread([this] { runJobs(); });
+}
+
+TrainingController::~TrainingController() {
+  cancel_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  if (planner_.joinable()) planner_.join();
+}
+
+QString TrainingController::stateText(TrainingState state) {
+  switch (state) {
+    case TrainingState::Idle: return tr("Idle");
+    case TrainingState::StartingCluster: return tr("Starting local workers");
+    case TrainingState::StoppingCluster: return tr("Stopping local workers");
+    case TrainingState::Profiling: return tr("Profiling");
+    case TrainingState::Deploying: return tr("Deploying");
+    case TrainingState::Deployed: return tr("Deployed");
+    case TrainingState::Training: return tr("Training");
+    case TrainingState::Stopping: return tr("Stopping");
+    case TrainingState::Stopped: return tr("Stopped");
+    case TrainingState::Replanning: return tr("Re-planning");
+  }
+  return {};
+}
+
+void TrainingController::setCoordinatorOptions(const control::CoordinatorOptions& options) {
+  std::lock_guard lock(settings_mutex_);
+  coordinator_options_ = options;
+}
+
+void TrainingController::setWorkerBinary(const QString& path) {
+  std::lock_guard lock(settings_mutex_);
+  worker_binary_ = path.toStdString();
+}
+
+void TrainingController::setProfileBeforeDeploy(bool enabled, const std::vector<int>& micro_batches) {
+  std::lock_guard lock(settings_mutex_);
+  profile_before_deploy_ = enabled;
+  profile_sizes_ = micro_batches;
+}
+
+// ---- commands (GUI thread) ----
+//
+// Jobs run one after another on the controller's thread, and each posts its final state
+// last; a command accepted in a settled state therefore queues behind nothing unfinished.
+
+bool TrainingController::settled() const {
+  return state_ == TrainingState::Idle || state_ == TrainingState::Deployed || state_ == TrainingState::Stopped;
+}
+
+bool TrainingController::refuse(const QString& message) {
+  qCWarning(lcTrainingController) << message;
+  Q_EMIT failed(message);
+  return false;
+}
+
+bool TrainingController::startLocalCluster(const QString& cluster_path) {
+  if (local_cluster_) return refuse(tr("Local workers are already running; stop them first."));
+  if (!settled()) return refuse(tr("Cannot start local workers while %1.").arg(stateText(state_).toLower()));
+  setState(TrainingState::StartingCluster);
+  enqueue([this, path = cluster_path.toStdString()] { startLocalJob(path); });
+  return true;
+}
+
+bool TrainingController::stopLocalCluster() {
+  if (!local_cluster_ && state_ != TrainingState::StartingCluster) {
+    return refuse(tr("No local workers are running."));
+  }
+  cancel_ = true;  // a run on them ends now, mid-step: they are going away
+  enqueue([this] { stopLocalJob(); });
+  return true;
+}
+
+bool TrainingController::deploy(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+                                const control::TrainingOptions& options) {
+  if (!settled()) return refuse(tr("Cannot deploy while %1.").arg(stateText(state_).toLower()));
+  setState(TrainingState::Deploying);
+  enqueue([this, plan, model, cluster, options] { deployJob(plan, model, cluster, options); });
+  return true;
+}
+
+bool TrainingController::start(qint64 steps) {
+  if (steps <= 0) return refuse(tr("Train at least one step."));
+  const bool can = state_ == TrainingState::Deployed || state_ == TrainingState::Stopped;
+  if (!can) return refuse(tr("Cannot start training while %1.").arg(stateText(state_).toLower()));
+  target_step_ = current_step_ + steps;
+  {
+    std::lock_guard lock(mutex_);
+    stop_requested_ = false;
+  }
+  setState(TrainingState::Training);
+  enqueue([this, target = static_cast<std::int64_t>(target_step_)] { trainJob(target); });
+  return true;
+}
+
+bool TrainingController::stop() {
+  bool training = false;
+  {
+    std::lock_guard lock(mutex_);
+    training = training_;
+    if (training) stop_requested_ = true;
+  }
+  if (!training) return refuse(tr("Nothing is training."));
+  setState(TrainingState::Stopping);
+  return true;
+}
+
+// ---- the controller's thread ----
+
+void TrainingController::setState(TrainingState state) {
+  if (state_ == state) return;
+  state_ = state;
+  qCInfo(lcTrainingController) << "state:" << stateText(state);
+  Q_EMIT stateChanged(state);
+}
+
+void TrainingController::enqueue(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_all();
+}
+
+void TrainingController::toGui(std::function<void()> fn) {
+  QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection);
+}
+
+void TrainingController::runJobs() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return quit_ || !jobs_.empty(); });
+    if (quit_) break;
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    try {
+      job();
+    } catch (const std::exception& e) {
+      // The coordinator has stopped the workers; what was deployed cannot go on.
+      deployment_.reset();
+      fail(e.what(), TrainingState::Idle);
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  // Closing: whatever runs on the workers stops; local workers this controller started go.
+  deployment_.reset();
+  if (local_ && local_owned_) {
+    try {
+      local_->stop();
+    } catch (const std::exception& e) {
+      qCWarning(lcTrainingController) << "stopping the local workers:" << e.what();
+    }
+  }
+}
+
+void TrainingController::fail(const std::string& message, TrainingState next) {
+  const QString text = QString::fromStdString(message);
+  qCWarning(lcTrainingController) << text;
+  toGui([this, text, next] {
+    Q_EMIT logMessage(tr("Coordinator"), QtCriticalMsg, text);
+    if (next == TrainingState::Idle) {
+      plan_.reset();
+      cluster_.reset();
+      model_.reset();
+    }
+    setState(next);
+    Q_EMIT failed(text);
+  });
+}
+
+void TrainingController::startLocalJob(const std::string& path) {
+  control::LocalClusterOptions options;
+  {
+    std::lock_guard lock(settings_mutex_);
+    options.worker_binary = worker_binary_;
+  }
+  const Cluster file = Cluster::load(path);
+  std::optional<control::LocalCluster> running = control::LocalCluster::find(file.name());
+  if (running && running->anyAlive()) {
+    local_owned_ = false;
+    toGui([this, name = QString::fromStdString(file.name())] {
+      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+                        tr("Using the local workers already running for cluster %1.").arg(name));
+    });
+  } else {
+    options.worker_binary = control::findWorkerBinary(
+        options.worker_binary, QCoreApplication::applicationFilePath().toStdString());
+    const int n = file.size();
+    toGui([this, n] { Q_EMIT progress(tr("Starting %1 local workers.").arg(n), 0, n); });
+    running = control::LocalCluster::start(file, path, options);
+    local_owned_ = true;
+  }
+  local_ = std::move(running);
+  const Cluster applied = local_->apply(file);
+  toGui([this, applied] {
+    local_cluster_ = applied;
+    Q_EMIT progress(tr("%1 local workers answer.").arg(applied.size()), applied.size(), applied.size());
+    setState(TrainingState::Idle);
+    Q_EMIT localClusterStarted(applied);
+  });
+}
+
+void TrainingController::stopLocalJob() {
+  toGui([this] { setState(TrainingState::StoppingCluster); });
+  deployment_.reset();
+  cancel_ = false;
+  if (local_) {
+    local_->stop();
+    local_.reset();
+  }
+  toGui([this] {
+    local_cluster_.reset();
+    plan_.reset();
+    cluster_.reset();
+    model_.reset();
+    setState(TrainingState::Idle);
+    Q_EMIT localClusterStopped();
+  });
+}
+
+void TrainingController::publishDeployment() {
+  const Deployment& d = *deployment_;
+  const int members = memberCount(d.plan);
+  toGui([this, plan = d.plan, cluster = d.cluster, model = d.model, sps = d.predicted_sps, step = d.step,
+         generation = d.generation, members] {
+    plan_ = plan;
+    cluster_ = cluster;
+    model_ = model;
+    predicted_sps_ = sps;
+    current_step_ = step;
+    target_step_ = std::max(target_step_, static_cast<qint64>(step));
+    shown_generation_ = generation;
+    latest_reports_.assign(static_cast<size_t>(members), v1::IterationReport{});
+  });
+}
+
+void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, control::TrainingOptions options) {
+  control::CoordinatorOptions coordinator_options;
+  bool profile = false;
+  std::vector<int> sizes;
+  {
+    std::lock_guard lock(settings_mutex_);
+    coordinator_options = coordinator_options_;
+    profile = profile_before_deploy_;
+    sizes = profile_sizes_;
+  }
+  cancel_ = false;
+  const std::uint64_t generation = deployment_ ? deployment_->generation + 1 : 1;
+  deployment_.reset();
+  auto coordinator = std::make_unique<control::Coordinator>(cluster, coordinator_options);
+  CostModel cost(model, cluster, plan.optimizer);
+  if (profile) {
+    toGui([this, n = cluster.size()] {
+      setState(TrainingState::Profiling);
+      Q_EMIT progress(tr("Profiling the model on %1 workers.").arg(n), 0, 0);
+    });
+    if (plan.microBatchSize() > 0) sizes.push_back(plan.microBatchSize());
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    cost.setProfiles(coordinator->profile(model, sizes));
+  }
+  const double predicted = simulate(plan, cost).samples_per_second;
+
+  const int members = memberCount(plan);
+  toGui([this, members] {
+    setState(TrainingState::Deploying);
+    Q_EMIT progress(tr("Deploying the plan to %1 workers.").arg(members), 0, members);
+  });
+  coordinator->deploy(plan, model, options);
+
+  auto d = std::make_unique<Deployment>(
+      Deployment{plan, model, cluster, options, std::move(coordinator), predicted, generation, options.start_step, {}});
+  const QString job = QString::fromStdString(d->coordinator->job());
+  deployment_ = std::move(d);
+  publishDeployment();
+  toGui([this, members, job] {
+    Q_EMIT progress(tr("Deployed job %1 to %2 workers.").arg(job).arg(members), members, members);
+    Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, tr("Deployed job %1 to %2 workers.").arg(job).arg(members));
+    setState(TrainingState::Deployed);
+  });
+}
+
+void TrainingController::onIteration(std::uint64_t generation, int member, const v1::IterationReport& report) {
+  const Deployment& d = *deployment_;
+  const int device = d.coordinator->memberDevice(member);
+  std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, d.cluster);
+  toGui([this, generation, member, report, timeline = std::move(timeline),
+         name = QString::fromStdString(d.cluster.device(device).name)] {
+    if (generation != shown_generation_) return;  // a report of the deployment before a re-plan
+    if (member >= 0 && member < static_cast<int>(latest_reports_.size())) latest_reports_[member] = report;
+    Q_EMIT iterationReported(name, report.busy_fraction(), report.memory_mb(), timeline);
+  });
+}
+
+bool TrainingController::trainSegments(std::int64_t target) {
+  Deployment& d = *deployment_;
+  control::TrainingCallbacks callbacks;
+  callbacks.on_step = [this, &d](const control::StepResult& s) {
+    d.step = s.step;
+    toGui([this, s, predicted = d.predicted_sps, seconds = secondsSince(d.run_started)] {
+      current_step_ = s.step;
+      Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
+    });
+  };
+  callbacks.on_log = [this](const std::string& worker, const std::string& text) {
+    toGui([this, worker = QString::fromStdString(worker), text = QString::fromStdString(text)] {
+      Q_EMIT logMessage(worker, QtInfoMsg, text);
+    });
+  };
+  callbacks.on_iteration = [this, generation = d.generation](int member, const v1::IterationReport& report) {
+    onIteration(generation, member, report);
+  };
+
+  std::int64_t segment = 1;
+  while (d.step < target && !cancel_) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stop_requested_ || pending_replan_) break;
+    }
+    const std::int64_t steps = std::min(segment, target - d.step);
+    const auto began = Clock::now();
+    const control::TrainingResult result = d.coordinator->train(steps, callbacks, &cancel_);
+    if (result.cancelled) return false;
+    const double per_step = secondsSince(began) / static_cast<double>(steps);
+    segment = std::clamp<std::int64_t>(std::llround(kSegmentSeconds / std::max(per_step, 1e-4)), 1, 100'000);
+  }
+  return !cancel_;
+}
+
+void TrainingController::trainJob(std::int64_t target, bool continuing) {
+  if (!deployment_) throw Error("nothing is deployed");
+  {
+    std::lock_guard lock(mutex_);
+    training_ = true;
+  }
+  if (!continuing) deployment_->run_started = Clock::now();
+  bool completed = false;
+  try {
+    completed = trainSegments(target);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    training_ = false;
+    pending_replan_.reset();
+    throw;
+  }
+  std::optional<PendingReplan> replan;
+  bool stopped = false;
+  {
+    std::lock_guard lock(mutex_);
+    training_ = false;
+    replan = std::move(pending_replan_);
+    pending_replan_.reset();
+    stopped = stop_requested_;
+    stop_requested_ = false;
+  }
+  const std::int64_t step = deployment_->step;
+  if (!completed) {
+    // Cancelled mid-step: the stages may stand at different steps, so the deployment
+    // cannot continue.
+    deployment_.reset();
+    toGui([this, step] {
+      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg,
+                        tr("Training was cancelled after step %1; deploy again to continue.").arg(step));
+      plan_.reset();
+      cluster_.reset();
+      model_.reset();
+      setState(TrainingState::Idle);
+    });
+    return;
+  }
+  if (replan) {
+    replanJob(std::move(*replan), !stopped && step < target, target);
+    return;
+  }
+  toGui([this, step, target] {
+    current_step_ = step;
+    setState(TrainingState::Stopped);
+    if (step >= target) Q_EMIT trainingFinished(step);
+  });
+}
+
+// ---- re-planning ----
+
+bool TrainingController::proposeReplan(const QString& planner_name, const PlanRequest& request,
+                                       const QStringList& live_devices) {
+  if (!plan_ || !cluster_ || !model_) return refuse(tr("Deploy a plan before re-planning."));
+  if (planning_) return refuse(tr("A re-plan is already being computed."));
+  std::shared_ptr<const Planner> planner;
+  try {
+    planner = makePlanner(planner_name.toStdString());
+  } catch (const std::exception& e) {
+    return refuse(QString::fromStdString(e.what()));
+  }
+  std::vector<std::string> live;
+  for (const QString& name : live_devices) live.push_back(name.toStdString());
+  if (planner_.joinable()) planner_.join();
+  planning_ = true;
+  planner_ = std::thread([this, plan = *plan_, cluster = *cluster_, model = *model_, reports = latest_reports_,
+                          planner = std::move(planner), request, live = std::move(live)] {
+    try {
+      // Speeds as measured: each member's compute time against the cost model's prediction.
+      const CostModel deployed_cost(model, cluster, plan.optimizer);
+      const Cluster calibrated = control::calibrateCluster(plan, deployed_cost, reports);
+      const double current_sps = simulate(plan, CostModel(model, calibrated, plan.optimizer)).samples_per_second;
+      const Cluster candidates = live.empty() ? calibrated : control::restrictCluster(calibrated, live);
+      const CostModel cost(model, candidates, plan.optimizer);
+      PlanOutcome outcome = makePlan(*planner, cost, request);
+      if (!outcome.feasible) {
+        const QString reason = outcome.reason.empty()
+                                   ? tr("Planner %1 found no plan that fits the live devices.")
+                                         .arg(QString::fromStdString(std::string(planner->name())))
+                                   : QString::fromStdString(outcome.reason);
+        toGui([this, reason] {
+          planning_ = false;
+          Q_EMIT failed(reason);
+        });
+        return;
+      }
+      const double proposed_sps = simulate(outcome.plan, cost).samples_per_second;
+      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates] {
+        planning_ = false;
+        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates);
+      });
+    } catch (const std::exception& e) {
+      toGui([this, text = QString::fromStdString(e.what())] {
+        planning_ = false;
+        Q_EMIT failed(text);
+      });
+    }
+  });
+  return true;
+}
+
+bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
+  if (!plan_) return refuse(tr("Deploy a plan before re-planning."));
+  const bool can = settled() || state_ == TrainingState::Training || state_ == TrainingState::Stopping;
+  if (!can) return refuse(tr("Cannot re-plan while %1.").arg(stateText(state_).toLower()));
+  bool training = false;
+  {
+    std::lock_guard lock(mutex_);
+    training = training_;
+    // The run ends at its next step boundary and replanJob() continues it.
+    if (training) pending_replan_ = PendingReplan{plan, cluster};
+  }
+  // A run that ended on its own a moment ago (its Stopped not here yet) still continues.
+  const bool resume = !training && state_ == TrainingState::Training;
+  setState(TrainingState::Replanning);
+  if (!training) {
+    enqueue([this, replan = PendingReplan{plan, cluster}, resume, target = static_cast<std::int64_t>(target_step_)] {
+      replanJob(replan, resume, target);
+    });
+  }
+  return true;
+}
+
+void TrainingController::replanJob(PendingReplan replan, bool resume, std::int64_t target) {
+  if (!deployment_) throw Error("nothing is deployed to re-plan");
+  Deployment& old = *deployment_;
+  toGui([this, step = old.step] {
+    setState(TrainingState::Replanning);
+    Q_EMIT progress(tr("Collecting the weights at step %1.").arg(step), 0, 2);
+  });
+  control::ModelWeights weights;
+  try {
+    weights = old.coordinator->collectWeights();
+  } catch (const std::exception& e) {
+    // Nothing changed on the workers: the old deployment stays.
+    fail(e.what(), TrainingState::Stopped);
+    return;
+  }
+  control::CoordinatorOptions coordinator_options;
+  {
+    std::lock_guard lock(settings_mutex_);
+    coordinator_options = coordinator_options_;
+  }
+  const int members = memberCount(replan.plan);
+  toGui([this, members, step = weights.step] {
+    Q_EMIT progress(tr("Deploying the new plan to %1 workers at step %2.").arg(members).arg(step), 1, 2);
+  });
+  auto coordinator = std::make_unique<control::Coordinator>(replan.cluster, coordinator_options);
+  coordinator->deploy(replan.plan, old.model, old.options, weights);
+  const double predicted =
+      simulate(replan.plan, CostModel(old.model, replan.cluster, replan.plan.optimizer)).samples_per_second;
+  auto next = std::make_unique<Deployment>(Deployment{replan.plan, old.model, replan.cluster, old.options,
+                                                      std::move(coordinator), predicted, old.generation + 1,
+                                                      weights.step, old.run_started});
+  deployment_ = std::move(next);  // the old coordinator goes; its workers hold the new job or idle
+  publishDeployment();
+  toGui([this, plan = replan.plan, step = weights.step, members, resume, target] {
+    Q_EMIT progress(tr("The new plan runs on %1 workers from step %2.").arg(members).arg(step), 2, 2);
+    Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+                      tr("Re-planned: %1 stages on %2 workers, continuing at step %3.")
+                          .arg(plan.stageCount())
+                          .arg(members)
+                          .arg(step));
+    Q_EMIT replanApplied(plan, step);
+    setState(resume && step < target ? TrainingState::Training : TrainingState::Stopped);
+  });
+  if (resume && weights.step < target) trainJob(target, true);
+}
+
+}  // namespace stagecraft::gui

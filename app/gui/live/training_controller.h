@@ -1,0 +1,198 @@
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "control/assignments.h"
+#include "control/coordinator.h"
+#include "control/local_cluster.h"
+#include "model/model_spec.h"
+#include "plan/plan.h"
+#include "planner/planner.h"
+#include "sim/simulator.h"
+
+namespace stagecraft::gui {
+
+/// Where the console's one training job stands.
+enum class TrainingState {
+  Idle = 0,         ///< nothing deployed
+  StartingCluster,  ///< starting local workers
+  StoppingCluster,  ///< stopping them
+  Profiling,        ///< workers timing the model before deploying
+  Deploying,        ///< sending stage assignments
+  Deployed,         ///< every member holds its stage; not trained yet
+  Training,
+  Stopping,         ///< stop() asked; the run ends at the next step boundary
+  Stopped,          ///< the run ended (stopped or all steps done); start() continues it
+  Replanning,       ///< collecting weights and deploying a new plan
+};
+
+/// The console's one way to drive training: the blocking core calls (LocalCluster,
+/// Coordinator) run on the controller's own thread, results come back as signals on the
+/// thread that owns the controller. Commands are refused (false, and failed()) in a state
+/// that does not allow them.
+///
+/// Training runs as a sequence of short Starts (about half a second each): the workers then
+/// sit at a step boundary between two of them, which is where stop() and applyReplan() take
+/// effect, so a stopped or re-planned run continues at the next step with every stage at the
+/// same step: none lost, none repeated.
+class TrainingController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit TrainingController(QObject* parent = nullptr);
+  /// Cancels a run (the workers are stopped), stops the local workers this controller
+  /// started and waits for its thread.
+  ~TrainingController() override;
+
+  TrainingState state() const { return state_; }
+  /// The state as a user reads it ("Training"...).
+  static QString stateText(TrainingState state);
+  /// The last step every member completed (the start step of a re-planned deployment).
+  qint64 currentStep() const { return current_step_; }
+  /// The step the run in progress (or the last one) trains to.
+  qint64 targetStep() const { return target_step_; }
+  /// The deployed plan, its cluster (with worker addresses) and its model; nullopt while
+  /// nothing is deployed.
+  std::optional<Plan> deployedPlan() const { return plan_; }
+  std::optional<Cluster> deployedCluster() const { return cluster_; }
+  /// Predicted samples/s of the deployed plan (simulated under the cost model it was
+  /// deployed with, profiles included).
+  double predictedSamplesPerSecond() const { return predicted_sps_; }
+  /// The local workers' cluster (addresses of the local workers), when they run.
+  std::optional<Cluster> localCluster() const { return local_cluster_; }
+
+  /// Deadlines for every coordinator call; takes effect at the next deploy().
+  void setCoordinatorOptions(const control::CoordinatorOptions& options);
+  /// The stagecraft-worker startLocalCluster() runs; empty (default): $STAGECRAFT_WORKER,
+  /// next to the application, or the PATH (control::findWorkerBinary).
+  void setWorkerBinary(const QString& path);
+  /// Profile the model on every member before deploying, at these micro-batch sizes (the
+  /// plan's own is added), so the predicted samples/s use measured times. Off by default.
+  void setProfileBeforeDeploy(bool enabled, const std::vector<int>& micro_batches = {1, 4, 16});
+
+  /// Starts one local worker per device of the cluster file, as `stagecraft-cli cluster up`
+  /// does, or adopts those already running for it: localClusterStarted().
+  bool startLocalCluster(const QString& cluster_path);
+  /// Stops the local workers (a run in progress is cancelled first): localClusterStopped().
+  bool stopLocalCluster();
+
+  /// Profiles (when enabled) and deploys `plan` of `model` on `cluster` (devices with
+  /// worker addresses); Deployed or failed().
+  bool deploy(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+              const control::TrainingOptions& options);
+  /// Trains `steps` more steps: stepCompleted() for each, Stopped when done.
+  bool start(qint64 steps);
+  /// Ends the run at the next step boundary; Stopped with the step reached kept.
+  bool stop();
+
+  /// Plans again over the devices live now: the deployed cluster reduced to `live_devices`
+  /// (all of its devices when empty), each device's speed calibrated from the latest
+  /// telemetry, with planner `planner`, off the GUI thread: replanProposed() or failed().
+  bool proposeReplan(const QString& planner, const PlanRequest& request, const QStringList& live_devices = {});
+  /// Switches the job to `plan` over `cluster` (the calibrated cluster replanProposed()
+  /// gave): stops at a step boundary, collects the weights, deploys them with the new plan
+  /// at the step reached and, when a run was in progress, trains its remaining steps.
+  bool applyReplan(const Plan& plan, const Cluster& cluster);
+
+ Q_SIGNALS:
+  void stateChanged(stagecraft::gui::TrainingState state);
+  /// A phase's progress: `done` of `total` (total 0: no measure).
+  void progress(const QString& text, int done, int total);
+  void localClusterStarted(const stagecraft::Cluster& cluster);
+  void localClusterStopped();
+  /// One pipeline step: its mean loss, measured samples/s, the plan's predicted samples/s
+  /// and the seconds since start().
+  void stepCompleted(qint64 step, double loss, double measured_samples_per_second,
+                     double predicted_samples_per_second, double seconds);
+  /// A member's report of one iteration: its busy fraction, memory and timeline, with
+  /// TimelineEvent::device (and peer) as indices into deployedCluster().
+  void iterationReported(const QString& device, double busy_fraction, double memory_mb,
+                         const std::vector<stagecraft::TimelineEvent>& timeline);
+  /// What the coordinator or a worker (`source`) says.
+  void logMessage(const QString& source, QtMsgType level, const QString& text);
+  /// A command failed; `message` is one sentence fit to show.
+  void failed(const QString& message);
+  /// The run reached its target step.
+  void trainingFinished(qint64 step);
+  void replanProposed(const stagecraft::Plan& current, const stagecraft::Plan& proposed,
+                      double current_samples_per_second, double proposed_samples_per_second,
+                      const stagecraft::Cluster& calibrated);
+  /// The job now runs `plan`, continuing at `step`.
+  void replanApplied(const stagecraft::Plan& plan, qint64 step);
+
+ private:
+  struct Deployment;  // what the controller's thread deploys and trains
+  struct PendingReplan {
+    Plan plan;
+    Cluster cluster;
+  };
+
+  bool refuse(const QString& message);
+  bool settled() const;  // Idle, Deployed or Stopped: no job runs or waits
+  void setState(TrainingState state);
+  void enqueue(std::function<void()> job);
+  void toGui(std::function<void()> fn);
+  void runJobs();
+
+  // On the controller's thread.
+  void startLocalJob(const std::string& path);
+  void stopLocalJob();
+  void deployJob(Plan plan, ModelSpec model, Cluster cluster, control::TrainingOptions options);
+  void trainJob(std::int64_t target, bool continuing = false);  // continuing: after a re-plan
+  void replanJob(PendingReplan replan, bool resume, std::int64_t target);
+  bool trainSegments(std::int64_t target);
+  void fail(const std::string& message, TrainingState next);
+  void publishDeployment();
+  void onIteration(std::uint64_t generation, int member, const v1::IterationReport& report);
+
+  // GUI-thread view (changed only by posted functions).
+  TrainingState state_ = TrainingState::Idle;
+  qint64 current_step_ = 0;
+  qint64 target_step_ = 0;
+  std::optional<Plan> plan_;
+  std::optional<Cluster> cluster_;
+  std::optional<ModelSpec> model_;
+  std::optional<Cluster> local_cluster_;
+  double predicted_sps_ = 0;
+  std::vector<v1::IterationReport> latest_reports_;  // per member of the deployed plan
+  std::uint64_t shown_generation_ = 0;
+  std::thread planner_;
+  std::atomic<bool> planning_{false};
+
+  // Settings, read by the controller's thread when a job starts.
+  std::mutex settings_mutex_;
+  control::CoordinatorOptions coordinator_options_;
+  std::string worker_binary_;
+  bool profile_before_deploy_ = false;
+  std::vector<int> profile_sizes_{1, 4, 16};
+
+  // The controller's thread and what only it touches.
+  std::unique_ptr<Deployment> deployment_;
+  std::optional<control::LocalCluster> local_;
+  bool local_owned_ = false;
+
+  // Between the threads.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  bool training_ = false;  // trainSegments() runs: stop / applyReplan go through the flags below
+  bool stop_requested_ = false;
+  std::optional<PendingReplan> pending_replan_;
+  bool quit_ = false;
+  std::atomic<bool> cancel_{false};  // hard cancel: the coordinator stops the workers mid-step
+  std::thread thread_;
+};
+
+}  // namespace stagecraft::gui

@@ -1,0 +1,427 @@
+#include "models/device_model.h"
+
+#include <QColor>
+#include <QIcon>
+#include <QLoggingCategory>
+#include <QMimeData>
+#include <QPainter>
+#include <QPixmap>
+#include <algorithm>
+#include <set>
+
+#include "control/net.h"
+#include "io/error.h"
+#include "live/device_monitor.h"
+#include "models/mime_types.h"
+
+namespace stagecraft::gui {
+
+Q_LOGGING_CATEGORY(lcDeviceModel, "stagecraft.gui.devicemodel")
+
+namespace {
+
+/// Bandwidth assumed for a worker known only by Describe or a beacon (they do not say).
+constexpr double kDefaultBandwidthMbps = 1000;
+
+QIcon statusIcon(DeviceStatus status) {
+  QColor color;
+  switch (status) {
+    case DeviceStatus::Reachable: color = QColor(0x2e, 0x9d, 0x4f); break;
+    case DeviceStatus::Busy: color = QColor(0x1f, 0x6f, 0xd1); break;
+    case DeviceStatus::Lost: color = QColor(0xd1, 0x3b, 0x2f); break;
+    case DeviceStatus::Unknown: color = QColor(0x9a, 0x9a, 0x9a); break;
+  }
+  QPixmap pixmap(12, 12);
+  pixmap.fill(Qt::transparent);
+  QPainter painter(&pixmap);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setPen(color.darker(130));
+  painter.setBrush(color);
+  painter.drawEllipse(1, 1, 10, 10);
+  return QIcon(pixmap);
+}
+
+Tier tierOf(const std::string& text) {
+  if (text == "cloud") return Tier::Cloud;
+  if (text == "edge") return Tier::Edge;
+  if (text == "end") return Tier::End;
+  return Tier::Invalid;
+}
+
+}  // namespace
+
+DeviceModel::DeviceModel(QObject* parent) : QAbstractTableModel(parent), monitor_(new DeviceMonitor(this)) {
+  connect(monitor_, &DeviceMonitor::probed, this, &DeviceModel::onProbed);
+  connect(monitor_, &DeviceMonitor::described, this, &DeviceModel::onDescribed);
+  monitor_->start();
+}
+
+DeviceModel::~DeviceModel() = default;
+
+int DeviceModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int DeviceModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+double DeviceModel::speedOf(const Row& row) const {
+  if (row.telemetry_gflops > 0) return row.telemetry_gflops;
+  if (row.measured_gflops > 0) return row.measured_gflops;
+  return row.device.gflops;
+}
+
+QString DeviceModel::statusText(DeviceStatus status) const {
+  switch (status) {
+    case DeviceStatus::Reachable: return tr("reachable");
+    case DeviceStatus::Busy: return tr("busy");
+    case DeviceStatus::Lost: return tr("lost");
+    case DeviceStatus::Unknown: break;
+  }
+  return tr("unknown");
+}
+
+QString DeviceModel::tooltip(const Row& row) const {
+  const QString name = QString::fromStdString(row.device.name);
+  const QString address = QString::fromStdString(row.device.address);
+  switch (row.status) {
+    case DeviceStatus::Reachable:
+      return tr("The worker of %1 at %2 answers and is idle (%3 cores, version %4).")
+          .arg(name, address)
+          .arg(row.cores)
+          .arg(row.version);
+    case DeviceStatus::Busy:
+      return row.worker_state == QLatin1String("training")
+                 ? tr("The worker of %1 at %2 is training job %3.").arg(name, address, row.job)
+                 : tr("The worker of %1 at %2 has job %3 deployed.").arg(name, address, row.job);
+    case DeviceStatus::Lost:
+      return tr("The worker of %1 at %2 stopped answering: %3").arg(name, address, row.error);
+    case DeviceStatus::Unknown: break;
+  }
+  if (address.isEmpty()) return tr("Device %1 has no worker address.").arg(name);
+  if (!row.error.isEmpty()) return tr("The worker of %1 has not answered: %2").arg(name, row.error);
+  return tr("The worker of %1 at %2 has not been asked yet.").arg(name, address);
+}
+
+QVariant DeviceModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const Row& row = rows_[static_cast<size_t>(index.row())];
+  switch (role) {
+    case NameRole: return QString::fromStdString(row.device.name);
+    case StatusRole: return static_cast<int>(row.status);
+    case StageRole: return row.stage;
+    case Qt::ToolTipRole: return tooltip(row);
+    case Qt::DecorationRole:
+      if (index.column() == StatusColumn) return statusIcon(row.status);
+      return {};
+    case Qt::TextAlignmentRole:
+      if (index.column() == SpeedColumn || index.column() == MemoryColumn || index.column() == StageColumn) {
+        return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      }
+      return {};
+    case Qt::DisplayRole: break;
+    default: return {};
+  }
+  switch (index.column()) {
+    case NameColumn: return QString::fromStdString(row.device.name);
+    case TierColumn:
+      return row.device.tier == Tier::Invalid ? QString() : QString::fromUtf8(tierName(row.device.tier).data());
+    case SpeedColumn: return QString::number(speedOf(row), 'f', 1);
+    case MemoryColumn: return QString::number(row.device.memory_mb, 'f', 0);
+    case AddressColumn: return QString::fromStdString(row.device.address);
+    case StatusColumn: return statusText(row.status);
+    case StageColumn: return row.stage >= 0 ? QString::number(row.stage) : QString();
+    default: return {};
+  }
+}
+
+QVariant DeviceModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case NameColumn: return tr("Device");
+    case TierColumn: return tr("Tier");
+    case SpeedColumn: return tr("GFLOP/s");
+    case MemoryColumn: return tr("Memory (MB)");
+    case AddressColumn: return tr("Address");
+    case StatusColumn: return tr("Status");
+    case StageColumn: return tr("Stage");
+    default: return {};
+  }
+}
+
+Qt::ItemFlags DeviceModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled;
+}
+
+QStringList DeviceModel::mimeTypes() const { return {kDevicesMimeType}; }
+
+QMimeData* DeviceModel::mimeData(const QModelIndexList& indexes) const {
+  std::set<int> rows;
+  for (const QModelIndex& index : indexes) {
+    if (index.isValid() && index.model() == this) rows.insert(index.row());
+  }
+  QStringList names;
+  for (int row : rows) names << QString::fromStdString(rows_[static_cast<size_t>(row)].device.name);
+  if (names.isEmpty()) return nullptr;
+  return makeDevicesMimeData(names);
+}
+
+Qt::DropActions DeviceModel::supportedDragActions() const { return Qt::CopyAction; }
+
+void DeviceModel::loadCluster(const Cluster& cluster) {
+  beginResetModel();
+  rows_.clear();
+  file_ = cluster.toProto();
+  file_.clear_devices();
+  for (const Device& device : cluster.devices()) {
+    Row row;
+    row.device = device;
+    rows_.push_back(std::move(row));
+  }
+  endResetModel();
+  updateTargets();
+  monitor_->probeNow();
+}
+
+void DeviceModel::applyLocalCluster(const Cluster& cluster) {
+  for (const Device& device : cluster.devices()) {
+    const int at = rowOf(QString::fromStdString(device.name));
+    if (at >= 0) {
+      Row& row = rows_[static_cast<size_t>(at)];
+      if (row.device.address != device.address) {
+        row.device.address = device.address;
+        row.status = DeviceStatus::Unknown;
+        row.misses = 0;
+        row.error.clear();
+      }
+      emitRowChanged(at);
+      continue;
+    }
+    const int end = rowCount();
+    beginInsertRows({}, end, end);
+    Row row;
+    row.device = device;
+    rows_.push_back(std::move(row));
+    endInsertRows();
+  }
+  updateTargets();
+  monitor_->probeNow();
+}
+
+bool DeviceModel::addByAddress(const QString& address, QString* error) {
+  const QString trimmed = address.trimmed();
+  if (!control::splitHostPort(trimmed.toStdString())) {
+    if (error) *error = tr("%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.").arg(trimmed);
+    return false;
+  }
+  monitor_->describe(trimmed);
+  return true;
+}
+
+void DeviceModel::onDescribed(const QString& address, const control::WorkerProbe& probe) {
+  if (!probe.reachable) {
+    Q_EMIT addFailed(address, tr("No worker answers at %1: %2").arg(address, QString::fromStdString(probe.error)));
+    return;
+  }
+  const int row = mergeWorker(address, probe.info);
+  Q_EMIT deviceAdded(nameAt(row));
+}
+
+void DeviceModel::applyInfo(Row& row, const v1::WorkerInfo& info) {
+  if (info.measured_gflops() > 0) row.measured_gflops = info.measured_gflops();
+  if (info.memory_mb() > 0) row.device.memory_mb = info.memory_mb();
+  if (row.device.tier == Tier::Invalid) row.device.tier = tierOf(info.tier());
+  if (row.device.bandwidth_mbps <= 0) {
+    row.device.bandwidth_mbps =
+        info.emulation().bandwidth_mbps() > 0 ? info.emulation().bandwidth_mbps() : kDefaultBandwidthMbps;
+  }
+  row.cores = info.cores();
+  row.version = QString::fromStdString(info.version());
+  row.worker_state = QString::fromStdString(info.state());
+  row.job = QString::fromStdString(info.job());
+  row.error.clear();
+  row.misses = 0;
+}
+
+int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info) {
+  const std::string addr = address.toStdString();
+  int at = -1;
+  for (size_t i = 0; i < rows_.size() && at < 0; ++i) {
+    if (rows_[i].device.address == addr) at = static_cast<int>(i);
+  }
+  if (at < 0 && !info.name().empty()) at = rowOf(QString::fromStdString(info.name()));
+  if (at < 0) {
+    Row row;
+    row.device.name = info.name().empty() ? addr : info.name();
+    row.device.address = addr;
+    row.device.gflops = info.measured_gflops();
+    applyInfo(row, info);
+    at = rowCount();
+    beginInsertRows({}, at, at);
+    rows_.push_back(std::move(row));
+    endInsertRows();
+  } else {
+    Row& row = rows_[static_cast<size_t>(at)];
+    row.device.address = addr;
+    applyInfo(row, info);
+    emitRowChanged(at);
+  }
+  const bool busy = info.state() == "deployed" || info.state() == "training";
+  setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);
+  updateTargets();
+  return at;
+}
+
+int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
+  v1::WorkerInfo info;
+  info.set_name(beacon.name());
+  info.set_tier(beacon.tier());
+  info.set_address(beacon.address());
+  info.set_version(beacon.version());
+  info.set_state(beacon.state());
+  info.set_job(beacon.job());
+  info.set_cores(beacon.cores());
+  info.set_memory_mb(beacon.memory_mb());
+  info.set_measured_gflops(beacon.measured_gflops());
+  return mergeWorker(QString::fromStdString(beacon.address()), info);
+}
+
+void DeviceModel::clear() {
+  beginResetModel();
+  rows_.clear();
+  file_.Clear();
+  endResetModel();
+  updateTargets();
+}
+
+void DeviceModel::setStageOfDevice(const QString& name, int stage) {
+  const int at = rowOf(name);
+  if (at < 0 || rows_[static_cast<size_t>(at)].stage == stage) return;
+  rows_[static_cast<size_t>(at)].stage = stage;
+  emitRowChanged(at);
+}
+
+void DeviceModel::clearStages() {
+  for (size_t i = 0; i < rows_.size(); ++i) setStageOfDevice(nameAt(static_cast<int>(i)), -1);
+}
+
+void DeviceModel::setMeasuredGflops(const QString& name, double gflops) {
+  const int at = rowOf(name);
+  if (at < 0 || gflops <= 0) return;
+  rows_[static_cast<size_t>(at)].telemetry_gflops = gflops;
+  emitRowChanged(at);
+}
+
+Cluster DeviceModel::cluster() const {
+  if (rows_.empty()) throw Error("no devices to plan for: open a cluster or add workers first");
+  v1::Cluster proto = file_;
+  if (proto.name().empty()) proto.set_name("console");
+  proto.clear_devices();
+  proto.clear_links();
+  std::set<std::string> names;
+  for (const Row& row : rows_) {
+    auto* d = proto.add_devices();
+    d->set_name(row.device.name);
+    d->set_tier(std::string(tierName(row.device.tier == Tier::Invalid ? Tier::Edge : row.device.tier)));
+    d->set_gflops(speedOf(row));
+    d->set_memory_mb(row.device.memory_mb);
+    d->set_bandwidth_mbps(row.device.bandwidth_mbps > 0 ? row.device.bandwidth_mbps : kDefaultBandwidthMbps);
+    d->set_address(row.device.address);
+    names.insert(row.device.name);
+  }
+  for (const v1::Link& link : file_.links()) {
+    if (names.count(link.a()) && names.count(link.b())) *proto.add_links() = link;
+  }
+  return Cluster::fromProto(proto);
+}
+
+QStringList DeviceModel::liveDevices() const {
+  QStringList names;
+  for (const Row& row : rows_) {
+    if (row.status == DeviceStatus::Reachable || row.status == DeviceStatus::Busy) {
+      names << QString::fromStdString(row.device.name);
+    }
+  }
+  return names;
+}
+
+DeviceStatus DeviceModel::status(const QString& name) const {
+  const int at = rowOf(name);
+  return at < 0 ? DeviceStatus::Unknown : rows_[static_cast<size_t>(at)].status;
+}
+
+int DeviceModel::rowOf(const QString& name) const {
+  const std::string key = name.toStdString();
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    if (rows_[i].device.name == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+QString DeviceModel::nameAt(int row) const {
+  if (row < 0 || row >= rowCount()) return {};
+  return QString::fromStdString(rows_[static_cast<size_t>(row)].device.name);
+}
+
+void DeviceModel::setMonitoring(bool enabled) {
+  if (enabled) {
+    monitor_->start();
+  } else {
+    monitor_->stop();
+  }
+}
+
+void DeviceModel::setProbeInterval(std::chrono::milliseconds interval) {
+  monitor_->setInterval(interval);
+  monitor_->setCallTimeout(std::min(interval, std::chrono::milliseconds(1500)));
+}
+
+void DeviceModel::setLostAfterMisses(int misses) { lost_after_misses_ = std::max(1, misses); }
+
+void DeviceModel::probeNow() { monitor_->probeNow(); }
+
+void DeviceModel::setStatus(int row, DeviceStatus status) {
+  Row& r = rows_[static_cast<size_t>(row)];
+  if (r.status == status) return;
+  r.status = status;
+  qCInfo(lcDeviceModel) << "device" << QString::fromStdString(r.device.name) << "is now" << statusText(status);
+  emitRowChanged(row);
+  Q_EMIT statusChanged(QString::fromStdString(r.device.name), status);
+}
+
+void DeviceModel::emitRowChanged(int row) {
+  Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+void DeviceModel::updateTargets() {
+  std::vector<control::WorkerEndpoint> targets;
+  for (const Row& row : rows_) {
+    if (!row.device.address.empty()) targets.push_back({row.device.name, row.device.address});
+  }
+  monitor_->setTargets(std::move(targets));
+}
+
+void DeviceModel::onProbed(const std::vector<control::WorkerProbe>& probes) {
+  for (const control::WorkerProbe& probe : probes) {
+    const int at = rowOf(QString::fromStdString(probe.endpoint.name));
+    // The row may have been removed or moved to another address since the round began.
+    if (at < 0 || rows_[static_cast<size_t>(at)].device.address != probe.endpoint.address) continue;
+    Row& row = rows_[static_cast<size_t>(at)];
+    if (probe.reachable) {
+      applyInfo(row, probe.info);
+      const bool busy = probe.info.state() == "deployed" || probe.info.state() == "training";
+      emitRowChanged(at);
+      setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);
+      continue;
+    }
+    row.error = QString::fromStdString(probe.error);
+    ++row.misses;
+    if (row.status != DeviceStatus::Unknown && row.status != DeviceStatus::Lost && row.misses >= lost_after_misses_) {
+      setStatus(at, DeviceStatus::Lost);
+    } else {
+      emitRowChanged(at);
+    }
+  }
+}
+
+}  // namespace stagecraft::gui

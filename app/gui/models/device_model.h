@@ -1,0 +1,141 @@
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <QStringList>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "control/coordinator.h"
+#include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/discovery.pb.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::gui {
+
+class DeviceMonitor;
+
+/// What the console knows of a device's worker right now.
+enum class DeviceStatus {
+  Unknown = 0,  ///< not asked yet, or it never answered
+  Reachable,    ///< answers and holds no job
+  Busy,         ///< answers and has a job deployed or is training
+  Lost,         ///< answered before, then missed several heartbeats in a row
+};
+
+/// The devices the console can plan for and train on, one row each: the cluster file's,
+/// workers added by address, workers heard on the LAN, and the local emulated cluster's,
+/// merged by address or name. A DeviceMonitor Describes every device with an address every
+/// ~2 s off the GUI thread and keeps the status column live. Rows drag as kDevicesMimeType
+/// (device names), which the partition editor accepts.
+class DeviceModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { NameColumn = 0, TierColumn, SpeedColumn, MemoryColumn, AddressColumn, StatusColumn, StageColumn, ColumnCount };
+  enum Role {
+    NameRole = Qt::UserRole + 1,  ///< QString: the device's name (any column)
+    StatusRole,                   ///< int: its DeviceStatus (any column)
+    StageRole,                    ///< int: its stage in the plan, -1 when it has none
+  };
+
+  explicit DeviceModel(QObject* parent = nullptr);
+  ~DeviceModel() override;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QStringList mimeTypes() const override;
+  QMimeData* mimeData(const QModelIndexList& indexes) const override;
+  Qt::DropActions supportedDragActions() const override;
+
+  /// Replaces every row by the devices of `cluster` (status unknown) and keeps its links
+  /// and name for cluster().
+  void loadCluster(const Cluster& cluster);
+  /// The local emulated cluster's workers: each device of `cluster` (with its local
+  /// worker's address) updates the row of the same name, or is added.
+  void applyLocalCluster(const Cluster& cluster);
+  /// Describes the worker at `address` ("host:port") off the GUI thread and adds it (or
+  /// updates the row with its address or name): deviceAdded() or addFailed(). False, with
+  /// the reason in `error`, for an address that is not host:port.
+  bool addByAddress(const QString& address, QString* error = nullptr);
+  /// A worker heard on the LAN (a beacon, or any Describe answer): updates the row with
+  /// `address` or the same name, else adds a row. Returns the row.
+  int mergeWorker(const QString& address, const v1::WorkerInfo& info);
+  /// A worker's beacon (BeaconDiscovery::deviceSeen): mergeWorker() with what it announces.
+  int mergeBeacon(const v1::Beacon& beacon);
+  /// Removes every row.
+  void clear();
+
+  /// The stage the plan gives device `name` (-1: none); the main window sets it.
+  void setStageOfDevice(const QString& name, int stage);
+  void clearStages();
+  /// A speed measured in training (e.g. a calibrated cluster's), shown and planned with
+  /// instead of the file's or Describe's.
+  void setMeasuredGflops(const QString& name, double gflops);
+
+  /// The devices as a core Cluster for planning: the loaded file's name and links (those
+  /// between devices still listed), each device with its measured speed where known.
+  /// Throws Error when there is no device, or naming a device whose speed or memory is
+  /// still unknown.
+  Cluster cluster() const;
+  /// Names of the devices whose workers answer now (reachable or busy), in row order.
+  QStringList liveDevices() const;
+  DeviceStatus status(const QString& name) const;
+  /// The row of device `name`, or -1.
+  int rowOf(const QString& name) const;
+  QString nameAt(int row) const;
+
+  /// Heartbeat rounds (Describe on every device with an address): on by default, every
+  /// `interval`; a device that answered before is Lost after `misses` rounds in a row
+  /// without an answer.
+  void setMonitoring(bool enabled);
+  void setProbeInterval(std::chrono::milliseconds interval);
+  void setLostAfterMisses(int misses);
+  /// One round now.
+  void probeNow();
+
+ Q_SIGNALS:
+  /// addByAddress() found a worker: its row is `name`.
+  void deviceAdded(const QString& name);
+  /// addByAddress() could not: `message` is one sentence naming the address.
+  void addFailed(const QString& address, const QString& message);
+  /// A device's status changed.
+  void statusChanged(const QString& name, stagecraft::gui::DeviceStatus status);
+
+ private:
+  struct Row {
+    Device device;  // the file's values, or the worker's own
+    double measured_gflops = 0;
+    double telemetry_gflops = 0;
+    DeviceStatus status = DeviceStatus::Unknown;
+    int misses = 0;
+    int stage = -1;
+    QString worker_state;
+    QString job;
+    QString version;
+    QString error;
+    int cores = 0;
+  };
+
+  double speedOf(const Row& row) const;
+  QString statusText(DeviceStatus status) const;
+  QString tooltip(const Row& row) const;
+  void setStatus(int row, DeviceStatus status);
+  void emitRowChanged(int row);
+  void applyInfo(Row& row, const v1::WorkerInfo& info);
+  void updateTargets();
+  void onProbed(const std::vector<control::WorkerProbe>& probes);
+  void onDescribed(const QString& address, const control::WorkerProbe& probe);
+
+  std::vector<Row> rows_;
+  v1::Cluster file_;  // name, description, links, default latency of the loaded cluster
+  DeviceMonitor* monitor_ = nullptr;
+  int lost_after_misses_ = 3;
+};
+
+}  // namespace stagecraft::gui

@@ -1,0 +1,148 @@
+#include "control/replan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "io/error.h"
+
+namespace stagecraft::control {
+
+bool ModelWeights::hasOptimizerState() const {
+  for (const auto& [layer, tensors] : layers) {
+    for (const auto& t : tensors) {
+      if (t.name().find('#') != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<int> tensorLayer(std::string_view name) {
+  const auto dot = name.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot > 9) return std::nullopt;
+  int layer = 0;
+  for (char c : name.substr(0, dot)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    layer = layer * 10 + (c - '0');
+  }
+  return layer;
+}
+
+ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::span<const std::string> workers) {
+  if (stages.size() != workers.size()) throw Error("mergeStageWeights: one worker name per stage expected");
+  if (stages.empty()) throw Error("no stage weights to merge");
+  ModelWeights out;
+  out.step = stages.front().step();
+  std::vector<std::pair<int, int>> ranges;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const v1::StageWeights& w = stages[i];
+    const std::string who = "worker '" + workers[i] + "'";
+    const std::string range = "[" + std::to_string(w.layer_begin()) + ", " + std::to_string(w.layer_end()) + ")";
+    if (w.step() != out.step) {
+      throw Error(who + " holds layers " + range + " at step " + std::to_string(w.step()) + ", worker '" +
+                  workers.front() + "' at step " + std::to_string(out.step) + ": the stages stopped at different steps");
+    }
+    if (w.layer_begin() < 0 || w.layer_end() <= w.layer_begin()) throw Error(who + " sent weights for layers " + range);
+    for (const auto& [b, e] : ranges) {
+      if (w.layer_begin() < e && b < w.layer_end()) {
+        throw Error(who + " sent layers " + range + ", which another stage holds too");
+      }
+    }
+    ranges.emplace_back(w.layer_begin(), w.layer_end());
+    for (const auto& t : w.tensors()) {
+      const auto layer = tensorLayer(t.name());
+      if (!layer) throw Error(who + " sent tensor '" + t.name() + "' without a layer index");
+      if (*layer < w.layer_begin() || *layer >= w.layer_end()) {
+        throw Error(who + " sent tensor '" + t.name() + "' of a layer outside its layers " + range);
+      }
+      out.layers[*layer].push_back(t);
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int next = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b != next) throw Error("no stage sent layers [" + std::to_string(next) + ", " + std::to_string(b) + ")");
+    next = e;
+  }
+  return out;
+}
+
+v1::StageWeights sliceWeights(const ModelWeights& weights, int begin, int end) {
+  if (begin < 0 || end <= begin) {
+    throw Error("weights: layer range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is empty");
+  }
+  v1::StageWeights out;
+  out.set_layer_begin(begin);
+  out.set_layer_end(end);
+  out.set_step(weights.step);
+  for (auto it = weights.layers.lower_bound(begin); it != weights.layers.end() && it->first < end; ++it) {
+    for (const auto& t : it->second) *out.add_tensors() = t;
+  }
+  return out;
+}
+
+void attachWeights(std::vector<v1::StageAssignment>& assignments, const ModelWeights& weights) {
+  for (auto& a : assignments) {
+    *a.mutable_weights() = sliceWeights(weights, a.layer_begin(), a.layer_end());
+    a.set_start_step(weights.step);
+  }
+}
+
+double measuredComputeMs(const v1::IterationReport& report) {
+  double ms = 0;
+  for (const auto& e : report.timeline()) {
+    if (e.kind() == "forward" || e.kind() == "backward") ms += std::max(0.0, e.end_ms() - e.start_ms());
+  }
+  return ms;
+}
+
+Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
+  std::size_t members = 0;
+  for (const auto& s : plan.stages) members += s.members.size();
+  if (latest.size() != members) {
+    throw Error("calibrating speeds: " + std::to_string(latest.size()) + " reports for the plan's " +
+                std::to_string(members) + " members");
+  }
+  const Cluster& cluster = cost.cluster();
+  std::vector<double> predicted(cluster.size(), 0), measured(cluster.size(), 0);
+  std::size_t m = 0;
+  for (const auto& stage : plan.stages) {
+    for (const auto& share : stage.members) {
+      const v1::IterationReport& report = latest[m++];
+      const double took = measuredComputeMs(report);
+      if (share.samples <= 0 || took <= 0) continue;
+      const double per_micro_batch = cost.forwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples) +
+                                     cost.backwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples);
+      predicted[share.device] += per_micro_batch * plan.microbatches;
+      measured[share.device] += took;
+    }
+  }
+  v1::Cluster proto = cluster.toProto();
+  for (int d = 0; d < cluster.size(); ++d) {
+    if (predicted[d] > 0 && measured[d] > 0) {
+      proto.mutable_devices(d)->set_gflops(cluster.device(d).gflops * predicted[d] / measured[d]);
+    }
+  }
+  return Cluster::fromProto(proto);
+}
+
+Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> live) {
+  std::set<std::string, std::less<>> keep;
+  for (const auto& name : live) {
+    if (!cluster.find(name)) throw Error("cluster '" + cluster.name() + "' has no device '" + name + "'");
+    keep.insert(name);
+  }
+  if (keep.empty()) throw Error("cluster '" + cluster.name() + "': no live devices left");
+  const v1::Cluster all = cluster.toProto();
+  v1::Cluster out = all;
+  out.clear_devices();
+  out.clear_links();
+  for (const auto& d : all.devices()) {
+    if (keep.count(d.name())) *out.add_devices() = d;
+  }
+  for (const auto& l : all.links()) {
+    if (keep.count(l.a()) && keep.count(l.b())) *out.add_links() = l;
+  }
+  return Cluster::fromProto(out);
+}
+
+}  // namespace stagecraft::control

@@ -1,0 +1,67 @@
+#pragma once
+// Re-planning a running job: the whole model's weights gathered from the stages of one
+// plan and cut again for another, devices' speeds calibrated by what the workers
+// measured, and a cluster narrowed to the devices still alive. Plain data in, results
+// out: no network, so each piece is testable on its own.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "plan/plan.h"
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::control {
+
+/// The whole model's state at one step, by layer. Worker tensors are named
+/// "<global layer index>.<name>" (parameters and buffers) or "<global layer index>.<name>#<state>"
+/// (the optimizer's state of that parameter), so they move between splits unchanged.
+struct ModelWeights {
+  std::int64_t step = 0;                          ///< iterations completed
+  std::map<int, std::vector<v1::Tensor>> layers;  ///< global layer index -> its tensors
+  /// Whether any tensor carries optimizer state ("#" in its name).
+  bool hasOptimizerState() const;
+};
+
+/// The global layer index a worker tensor name starts with ("12.weight" -> 12); nullopt
+/// when the name does not start with digits and a dot.
+std::optional<int> tensorLayer(std::string_view name);
+
+/// Joins the weights of one member of each stage (`stages[i]` from worker `workers[i]`).
+/// Throws Error naming the worker when a tensor's name has no layer index or a layer
+/// outside its stage's range, when two stages hold the same layer, when the stages were
+/// at different steps, or when their ranges leave a gap before the last layer.
+ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::span<const std::string> workers);
+
+/// The tensors of layers [begin, end), in layer order, at `weights.step`. Throws Error
+/// for an empty or negative range (the worker checks the tensors against its stage).
+v1::StageWeights sliceWeights(const ModelWeights& weights, int begin, int end);
+
+/// Gives each assignment the slice of its layer range and start_step = weights.step, so
+/// the new deployment continues where the old one stopped.
+void attachWeights(std::vector<v1::StageAssignment>& assignments, const ModelWeights& weights);
+
+/// Forward + backward milliseconds in an iteration report's timeline (the member's own
+/// compute, emulated slowdown included; waits and transfers excluded).
+double measuredComputeMs(const v1::IterationReport& report);
+
+/// `cost.cluster()` with each device's gflops scaled by predicted / measured compute time,
+/// where `latest[m]` is the latest IterationReport of member m of `plan` (members in stage
+/// order, then member order, as buildAssignments numbers them) and the prediction is the
+/// cost model's forward + backward time of that member's share for every micro-batch. A
+/// report without compute events (none yet, or a member with no samples) leaves its device
+/// as it was; so do devices outside the plan. Throws Error when `latest` does not have one
+/// report per member.
+Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
+
+/// `cluster` reduced to the devices named in `live` (in the cluster's order), with only the
+/// links between them. Throws Error for a name the cluster lacks, or when none is left.
+Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> live);
+
+}  // namespace stagecraft::control

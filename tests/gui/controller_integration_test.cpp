@@ -1,0 +1,177 @@
+// TrainingController against real stagecraft-worker processes on loopback: local cluster up,
+// deploy, train, re-plan over fewer devices with the weights carried over, train on, down.
+// Needs $STAGECRAFT_WORKER (tests/CMakeLists.txt sets it when the worker is built here).
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <set>
+
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "live/training_controller.h"
+#include "model/zoo.h"
+#include "planner/planner.h"
+
+using stagecraft::Cluster;
+using stagecraft::Plan;
+using stagecraft::gui::TrainingController;
+using stagecraft::gui::TrainingState;
+
+namespace {
+
+constexpr int kStartTimeoutMs = 60'000;
+constexpr int kStepTimeoutMs = 60'000;
+
+/// Four emulated devices of different speeds on loopback; unique per process so parallel
+/// runs do not share a state file.
+QByteArray clusterJson() {
+  return QStringLiteral(R"({
+  "name": "gui-controller-%1",
+  "default_latency_ms": 0.2,
+  "devices": [
+    {"name": "fast",   "tier": "edge", "gflops": 200, "memory_mb": 4096, "bandwidth_mbps": 1000},
+    {"name": "mid-1",  "tier": "edge", "gflops": 100, "memory_mb": 4096, "bandwidth_mbps": 1000},
+    {"name": "mid-2",  "tier": "edge", "gflops": 100, "memory_mb": 4096, "bandwidth_mbps": 1000},
+    {"name": "slow",   "tier": "end",  "gflops": 50,  "memory_mb": 4096, "bandwidth_mbps": 1000}
+  ]
+})")
+      .arg(QCoreApplication::applicationPid())
+      .toUtf8();
+}
+
+std::set<QString> planDevices(const Plan& plan, const Cluster& cluster) {
+  std::set<QString> names;
+  for (const auto& stage : plan.stages) {
+    for (const auto& member : stage.members) names.insert(QString::fromStdString(cluster.device(member.device).name));
+  }
+  return names;
+}
+
+}  // namespace
+
+class ControllerIntegrationTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void trainsReplansAndContinuesWithoutLosingAStep() {
+    if (qEnvironmentVariableIsEmpty("STAGECRAFT_WORKER")) {
+      QSKIP("STAGECRAFT_WORKER is not set: build the worker here or export the path of a built stagecraft-worker");
+    }
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString cluster_path = dir.filePath(QStringLiteral("cluster.json"));
+    {
+      QFile file(cluster_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(clusterJson());
+    }
+
+    TrainingController controller;
+    QSignalSpy started(&controller, &TrainingController::localClusterStarted);
+    QSignalSpy stopped(&controller, &TrainingController::localClusterStopped);
+    QSignalSpy steps(&controller, &TrainingController::stepCompleted);
+    QSignalSpy iterations(&controller, &TrainingController::iterationReported);
+    QSignalSpy failures(&controller, &TrainingController::failed);
+    QSignalSpy proposals(&controller, &TrainingController::replanProposed);
+    QSignalSpy finished(&controller, &TrainingController::trainingFinished);
+
+    // Up.
+    QVERIFY(controller.startLocalCluster(cluster_path));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count() + failures.count(), 1, kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    const Cluster cluster = *controller.localCluster();
+    QCOMPARE(cluster.size(), 4);
+
+    // Plan over all four, deploy, train N steps.
+    const stagecraft::ModelSpec model = stagecraft::loadModel("mlp");
+    stagecraft::PlanRequest request;
+    request.batch_size = 8;
+    request.microbatches = 2;
+    const stagecraft::CostModel cost(model, cluster);
+    const auto outcome = stagecraft::makePlan(*stagecraft::makePlanner("hybrid"), cost, request);
+    QVERIFY2(outcome.feasible, outcome.reason.c_str());
+    stagecraft::control::TrainingOptions options;
+    options.seed = 7;
+    QVERIFY(controller.deploy(outcome.plan, model, cluster, options));
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Deployed || !failures.isEmpty(), kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+
+    constexpr int kFirst = 3;
+    constexpr int kSecond = 2;
+    constexpr int kThird = 5;
+    QVERIFY(controller.start(kFirst));
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Stopped || !failures.isEmpty(), kStepTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QCOMPARE(steps.count(), kFirst);
+    QCOMPARE(controller.currentStep(), qint64(kFirst));
+    QCOMPARE(finished.count(), 1);
+
+    // Every device of the plan reported its iterations.
+    std::set<QString> reported;
+    for (const auto& args : iterations) reported.insert(args.at(0).toString());
+    QCOMPARE(reported, planDevices(outcome.plan, cluster));
+
+    // Propose a plan over three devices (the slowest dropped), speeds calibrated by the
+    // telemetry so far.
+    const QStringList live{QStringLiteral("fast"), QStringLiteral("mid-1"), QStringLiteral("mid-2")};
+    QVERIFY(controller.proposeReplan(QStringLiteral("hybrid"), request, live));
+    QTRY_COMPARE_WITH_TIMEOUT(proposals.count() + failures.count(), 1, kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    const Plan proposed = proposals.at(0).at(1).value<Plan>();
+    const Cluster calibrated = proposals.at(0).at(4).value<Cluster>();
+    QCOMPARE(calibrated.size(), 3);
+    QVERIFY(proposals.at(0).at(2).toDouble() > 0);
+    QVERIFY(proposals.at(0).at(3).toDouble() > 0);
+    for (const QString& name : planDevices(proposed, calibrated)) QVERIFY(live.contains(name));
+
+    // Apply it between runs: the weights move, the step count stays.
+    QSignalSpy applied(&controller, &TrainingController::replanApplied);
+    iterations.clear();
+    QVERIFY(controller.applyReplan(proposed, calibrated));
+    QTRY_COMPARE_WITH_TIMEOUT(applied.count() + failures.count(), 1, kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), TrainingState::Stopped, kStartTimeoutMs);
+    QCOMPARE(applied.at(0).at(1).toLongLong(), qint64(kFirst));
+    QCOMPARE(controller.currentStep(), qint64(kFirst));
+
+    QVERIFY(controller.start(kSecond));
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Stopped || !failures.isEmpty(), kStepTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QCOMPARE(steps.count(), kFirst + kSecond);
+    reported.clear();
+    for (const auto& args : iterations) reported.insert(args.at(0).toString());
+    QCOMPARE(reported, planDevices(proposed, calibrated));
+
+    // Switch back to the first plan while a run is in progress: it ends at a step boundary,
+    // moves and finishes its remaining steps on the new deployment.
+    QVERIFY(controller.start(kThird));
+    const int before = steps.count();
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() > before || !failures.isEmpty(), kStepTimeoutMs);
+    QVERIFY(controller.applyReplan(outcome.plan, cluster));
+    QTRY_COMPARE_WITH_TIMEOUT(applied.count() + failures.count(), 2, kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Stopped || !failures.isEmpty(), kStepTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QCOMPARE(controller.currentStep(), qint64(kFirst + kSecond + kThird));
+
+    // Continuous across both re-plans: steps 1..N in order, losses finite.
+    QCOMPARE(steps.count(), kFirst + kSecond + kThird);
+    for (int i = 0; i < steps.count(); ++i) {
+      QCOMPARE(steps.at(i).at(0).toLongLong(), qint64(i + 1));
+      QVERIFY(std::isfinite(steps.at(i).at(1).toDouble()));
+      QVERIFY(steps.at(i).at(2).toDouble() > 0);
+      QVERIFY(steps.at(i).at(3).toDouble() > 0);
+    }
+
+    // Down.
+    QVERIFY(controller.stopLocalCluster());
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, kStartTimeoutMs);
+    QCOMPARE(controller.state(), TrainingState::Idle);
+    QVERIFY(!controller.localCluster());
+  }
+};
+
+QTEST_MAIN(ControllerIntegrationTest)
+#include "controller_integration_test.moc"
