@@ -206,6 +206,9 @@ TEST(RuntimeCommandLine, BadFlagsExitNonZeroWithOneLine) {
            {"--listen", "nowhere", "--name", "x", "--tier", "edge"},
            {"--name", "x", "--tier", "edge"},
            {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--slowdown", "fast"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-to", "lan"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-port", "70000"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-interval-ms", "0"},
            {"--bogus"}}) {
     std::vector<std::string> argv{STAGECRAFT_WORKER};
     argv.insert(argv.end(), args.begin(), args.end());
