@@ -1,11 +1,45 @@
 #pragma once
 
+#include <QElapsedTimer>
 #include <QMainWindow>
+#include <QStringList>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "sim/simulator.h"
+
+class QAction;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QSplitter;
+class QTableView;
 
 namespace stagecraft::gui {
 
-/// The console's main window: devices and model on the left, the partition editor and
-/// the live charts in the middle, the log below.
+class BeaconDiscovery;
+class CompareModel;
+class DeviceModel;
+class LayerTableModel;
+class LiveCharts;
+class LogModel;
+class LogPanel;
+class MemoryBars;
+class PartitionEditor;
+class PlanSession;
+class PlanSummary;
+class StageModel;
+class TrainingController;
+class TrainingPanel;
+
+/// The console's main window: devices and the model on the left, the partition editor
+/// over the live charts in the middle, training settings, stages and the planner
+/// comparison on the right, the log below. Every action goes through PlanSession (the
+/// plan) or TrainingController (the workers); the window only wires them.
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
@@ -16,6 +50,105 @@ class MainWindow : public QMainWindow {
   /// What the command line asked for; empty strings fall back to the last session's
   /// files (QSettings) and then to the shipped defaults.
   void openStartup(const QString& cluster, const QString& model, const QString& plan);
+
+  PlanSession* session() const { return session_; }
+  TrainingController* controller() const { return controller_; }
+  LiveCharts* charts() const { return charts_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void createModels();
+  void createCentral();
+  void createDocks();
+  void createActions();
+  void createMenus();
+  void connectController();
+  void restoreLayout();
+  void saveLayout() const;
+
+  bool openCluster(const QString& name_or_path);
+  bool openPlan(const QString& path);
+  void selectModel(const QString& name_or_path);
+  void savePlanAs();
+  void addDeviceByAddress();
+  void startLocalCluster();
+  void deploy();
+  void startTraining();
+  void stopTraining();
+  void replanNow();
+  void about();
+
+  /// The session's cluster with the device list's worker addresses.
+  Cluster clusterWithAddresses() const;
+  void prepareChartsForDeployment();
+  void pushMeasuredTimeline();
+  void showPredictedTimeline();
+
+  void addRecent(const QString& key, const QString& path);
+  void rebuildRecentMenu();
+  void updateTitle();
+  void updateActions();
+  void showError(const QString& title, const QString& message);
+
+  // Documents and engines.
+  PlanSession* session_ = nullptr;
+  TrainingController* controller_ = nullptr;
+  BeaconDiscovery* discovery_ = nullptr;
+
+  // Item models.
+  DeviceModel* devices_ = nullptr;
+  LayerTableModel* layers_ = nullptr;
+  StageModel* stages_ = nullptr;
+  CompareModel* compare_ = nullptr;
+  LogModel* log_ = nullptr;
+
+  // Widgets.
+  PartitionEditor* editor_ = nullptr;
+  MemoryBars* memory_ = nullptr;
+  PlanSummary* summary_ = nullptr;
+  LiveCharts* charts_ = nullptr;
+  TrainingPanel* training_ = nullptr;
+  LogPanel* log_panel_ = nullptr;
+  QComboBox* model_picker_ = nullptr;
+  QTableView* device_view_ = nullptr;
+  QTableView* layer_view_ = nullptr;
+  QTableView* stage_view_ = nullptr;
+  QTableView* compare_view_ = nullptr;
+  QSplitter* central_split_ = nullptr;
+  QLabel* state_label_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QList<QDockWidget*> docks_;
+
+  // Actions.
+  QAction* open_cluster_ = nullptr;
+  QAction* open_plan_ = nullptr;
+  QAction* save_plan_ = nullptr;
+  QAction* export_charts_ = nullptr;
+  QAction* quit_ = nullptr;
+  QAction* undo_ = nullptr;
+  QAction* redo_ = nullptr;
+  QAction* start_local_ = nullptr;
+  QAction* add_device_ = nullptr;
+  QAction* auto_plan_ = nullptr;
+  QAction* compare_all_ = nullptr;
+  QAction* deploy_ = nullptr;
+  QAction* start_ = nullptr;
+  QAction* stop_ = nullptr;
+  QAction* replan_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* view_menu_ = nullptr;
+
+  QString cluster_path_;
+  QString plan_path_;
+  QString pending_model_;  ///< the model to open with the first cluster
+
+  // Live charts: device order of the deployment, each device's last reported iteration.
+  QStringList chart_devices_;
+  std::map<QString, std::vector<TimelineEvent>> last_timelines_;
+  QElapsedTimer run_clock_;
+  std::optional<Cluster> pending_replan_cluster_;
 };
 
 }  // namespace stagecraft::gui

@@ -1,0 +1,209 @@
+// MainWindow's side of training: the controller's commands and what its signals show
+// (charts, log, devices, status bar).
+#include <QAction>
+#include <QLabel>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QStatusBar>
+
+#include "control/assignments.h"
+#include "editor/plan_session.h"
+#include "editor/display_units.h"
+#include "live/beacon_discovery.h"
+#include "live/live_charts.h"
+#include "live/training_controller.h"
+#include "models/device_model.h"
+#include "models/log_model.h"
+#include "window/main_window.h"
+#include "window/replan_dialog.h"
+#include "window/training_panel.h"
+
+namespace stagecraft::gui {
+
+namespace {
+
+LogModel::Level levelOf(QtMsgType type) {
+  switch (type) {
+    case QtWarningMsg:
+      return LogModel::Level::Warning;
+    case QtCriticalMsg:
+    case QtFatalMsg:
+      return LogModel::Level::Error;
+    default:
+      return LogModel::Level::Info;
+  }
+}
+
+bool settledState(TrainingState state) {
+  return state == TrainingState::Idle || state == TrainingState::Deployed || state == TrainingState::Stopped;
+}
+
+}  // namespace
+
+void MainWindow::connectController() {
+  connect(controller_, &TrainingController::stateChanged, this, [this](TrainingState state) {
+    state_label_->setText(TrainingController::stateText(state));
+    if (settledState(state)) progress_->setVisible(false);
+    if (state == TrainingState::Deployed) prepareChartsForDeployment();
+    updateActions();
+  });
+  connect(controller_, &TrainingController::progress, this, [this](const QString& text, int done, int total) {
+    progress_->setVisible(true);
+    progress_->setRange(0, total);
+    progress_->setValue(done);
+    progress_->setFormat(total > 0 ? tr("%1 (%2/%3)").arg(text).arg(done).arg(total) : text);
+    progress_->setTextVisible(true);
+    statusBar()->showMessage(text, 4000);
+  });
+  connect(controller_, &TrainingController::localClusterStarted, this, [this](const Cluster& cluster) {
+    devices_->applyLocalCluster(cluster);
+    log_->append(tr("console"), LogModel::Level::Info,
+                 tr("%n local worker(s) run on this machine.", nullptr, cluster.size()));
+  });
+  connect(controller_, &TrainingController::stepCompleted, this,
+          [this](qint64 step, double loss, double measured, double predicted, double seconds) {
+            charts_->addStep(step, seconds, measured, predicted, loss);
+            pushMeasuredTimeline();
+            statusBar()->showMessage(tr("Step %1 of %2: loss %3, %4 samples/s")
+                                         .arg(step)
+                                         .arg(controller_->targetStep())
+                                         .arg(loss, 0, 'f', 4)
+                                         .arg(measured, 0, 'f', 1));
+          });
+  connect(controller_, &TrainingController::iterationReported, this,
+          [this](const QString& device, double busy, double memory_mb, const std::vector<TimelineEvent>& timeline) {
+            const int index = chart_devices_.indexOf(device);
+            if (index < 0) return;
+            const auto cluster = controller_->deployedCluster();
+            const double limit = cluster ? cluster->device(index).memory_mb : 0;
+            charts_->addDeviceSample(index, run_clock_.isValid() ? run_clock_.elapsed() / 1000.0 : 0, busy, memory_mb,
+                                     limit);
+            last_timelines_[device] = timeline;
+          });
+  connect(controller_, &TrainingController::logMessage, this,
+          [this](const QString& source, QtMsgType level, const QString& text) {
+            log_->append(source, levelOf(level), text);
+          });
+  connect(controller_, &TrainingController::failed, this, [this](const QString& message) {
+    log_->append(tr("coordinator"), LogModel::Level::Error, message);
+    statusBar()->showMessage(message, 10000);
+    QMessageBox::warning(this, tr("Training"), message);
+  });
+  connect(controller_, &TrainingController::trainingFinished, this, [this](qint64 step) {
+    log_->append(tr("coordinator"), LogModel::Level::Info, tr("Training reached step %1.").arg(step));
+  });
+  connect(controller_, &TrainingController::replanProposed, this,
+          [this](const Plan& current, const Plan& proposed, double current_sps, double proposed_sps,
+                 const Cluster& calibrated) {
+            ReplanDialog dialog(session_->model(), calibrated, current, proposed, current_sps, proposed_sps, this);
+            if (dialog.exec() != QDialog::Accepted) return;
+            controller_->applyReplan(proposed, calibrated);
+            pending_replan_cluster_ = calibrated;
+          });
+  connect(controller_, &TrainingController::replanApplied, this, [this](const Plan& plan, qint64 step) {
+    // The editor now shows the running plan over the live devices with measured speeds.
+    if (pending_replan_cluster_) {
+      session_->setDocument(session_->model(), *pending_replan_cluster_, plan);
+      pending_replan_cluster_.reset();
+    }
+    prepareChartsForDeployment();
+    log_->append(tr("coordinator"), LogModel::Level::Info,
+                 tr("The new plan runs from step %1 with the weights carried over.").arg(step + 1));
+  });
+
+  discovery_->start();
+  devices_->setMonitoring(true);
+}
+
+void MainWindow::startLocalCluster() {
+  if (cluster_path_.isEmpty()) return;
+  controller_->startLocalCluster(cluster_path_);
+}
+
+Cluster MainWindow::clusterWithAddresses() const {
+  // The plan's devices are the session's; the addresses are the device list's (local
+  // workers, discovered or added devices).
+  std::vector<std::pair<std::string, std::string>> addresses;
+  const Cluster listed = devices_->cluster();
+  for (const Device& device : listed.devices()) {
+    if (!device.address.empty()) addresses.emplace_back(device.name, device.address);
+  }
+  return control::withAddresses(session_->cluster(), addresses);
+}
+
+void MainWindow::deploy() {
+  if (!session_->evaluation().valid) {
+    showError(tr("Cannot deploy"), session_->evaluation().problems.value(0));
+    return;
+  }
+  charts_->clear();
+  controller_->deploy(session_->plan(), session_->model(), clusterWithAddresses(), training_->trainingOptions());
+}
+
+void MainWindow::startTraining() {
+  if (controller_->state() == TrainingState::Deployed && controller_->currentStep() == 0) run_clock_.start();
+  if (!run_clock_.isValid()) run_clock_.start();
+  controller_->start(training_->steps());
+}
+
+void MainWindow::stopTraining() { controller_->stop(); }
+
+void MainWindow::replanNow() {
+  controller_->proposeReplan(training_->planner(), training_->request(), devices_->liveDevices());
+}
+
+void MainWindow::prepareChartsForDeployment() {
+  const auto cluster = controller_->deployedCluster();
+  if (!cluster) return;
+  chart_devices_.clear();
+  QList<QColor> colors;
+  for (const Device& device : cluster->devices()) {
+    chart_devices_ << QString::fromStdString(device.name);
+    colors << tierColor(device.tier);
+  }
+  charts_->setDevices(chart_devices_, colors);
+  last_timelines_.clear();
+}
+
+void MainWindow::pushMeasuredTimeline() {
+  std::vector<TimelineEvent> events;
+  double iteration_ms = 0;
+  for (const auto& [device, timeline] : last_timelines_) {
+    for (const TimelineEvent& e : timeline) {
+      events.push_back(e);
+      iteration_ms = std::max(iteration_ms, e.end_ms);
+    }
+  }
+  if (!events.empty()) charts_->setTimeline(events, iteration_ms, true);
+}
+
+void MainWindow::showPredictedTimeline() {
+  if (!session_->hasDocument()) return;
+  const PlanEvaluation& e = session_->evaluation();
+  QStringList names;
+  QList<QColor> colors;
+  for (const Device& device : session_->cluster().devices()) {
+    names << QString::fromStdString(device.name);
+    colors << tierColor(device.tier);
+  }
+  charts_->setDevices(names, colors);
+  charts_->setTimeline(e.valid ? e.timeline : std::vector<TimelineEvent>{}, e.iteration_ms, false);
+}
+
+void MainWindow::updateActions() {
+  const TrainingState state = controller_->state();
+  const bool settled = settledState(state);
+  const bool busy_planning = session_->isBusy();
+  const bool has_plan = session_->hasDocument() && session_->evaluation().valid;
+  auto_plan_->setEnabled(session_->hasDocument() && !busy_planning);
+  compare_all_->setEnabled(session_->hasDocument() && !busy_planning);
+  start_local_->setEnabled(settled && !cluster_path_.isEmpty() && !controller_->localCluster());
+  deploy_->setEnabled(settled && has_plan);
+  start_->setEnabled(state == TrainingState::Deployed || state == TrainingState::Stopped);
+  stop_->setEnabled(state == TrainingState::Training);
+  replan_->setEnabled(state == TrainingState::Training || state == TrainingState::Stopped ||
+                      state == TrainingState::Deployed);
+  save_plan_->setEnabled(session_->hasDocument());
+}
+
+}  // namespace stagecraft::gui
