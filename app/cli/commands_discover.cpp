@@ -36,10 +36,6 @@ int runDiscover(std::span<const std::string> args) {
   parser.option("seconds", "S", "how long to listen", "3");
   parser.flag("json", "print a stagecraft.v1.BeaconList as JSON");
   const ParsedArguments parsed = parser.parse(args);
-  if (parsed.helpRequested()) {
-    std::cout << parser.help();
-    return kExitOk;
-  }
   const int port = parsed.positiveInt("port");
   if (port > 65535) throw Error("--port: " + std::to_string(port) + " is not a port");
   const auto window = std::chrono::duration_cast<std::chrono::steady_clock::duration>(

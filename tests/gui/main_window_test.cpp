@@ -1,0 +1,61 @@
+// The main window's wiring: a cluster and a model open into the plan session, the editor's
+// evaluation reaches the charts (predicted timeline) and the device list (stages), and
+// edits go through the shared undo stack.
+#include <QAction>
+#include <QStandardPaths>
+#include <QTest>
+#include <QUndoStack>
+
+#include "editor/plan_session.h"
+#include "live/live_charts.h"
+#include "live/timeline_chart.h"
+#include "live/training_controller.h"
+#include "window/main_window.h"
+
+namespace stagecraft::gui {
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void opensClusterAndModelIntoTheSession() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
+    PlanSession* session = window.session();
+    QVERIFY(session->hasDocument());
+    QCOMPARE(QString::fromStdString(session->model().name()), QStringLiteral("mlp"));
+    QCOMPARE(QString::fromStdString(session->cluster().name()), QStringLiteral("jetson-edge"));
+    QVERIFY(session->evaluation().valid);
+    QVERIFY(window.windowTitle().contains(QStringLiteral("mlp")));
+    QVERIFY(window.windowTitle().contains(QStringLiteral("jetson-edge")));
+    // The predicted pipeline is drawn before any training.
+    QCOMPARE(window.charts()->timelineChart()->blockCount(),
+             static_cast<int>(session->evaluation().timeline.size()));
+    QVERIFY(window.charts()->timelineChart()->blockCount() > 0);
+    QCOMPARE(window.controller()->state(), TrainingState::Idle);
+  }
+
+  void editsAreUndoneThroughTheWindowsUndoAction() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("vgg11"), {});
+    PlanSession* session = window.session();
+    const Plan before = session->plan();
+    QVERIFY(session->addStage());
+    QVERIFY(!(session->plan().stages == before.stages));
+    QAction* undo = nullptr;
+    for (QAction* action : window.findChildren<QAction*>()) {
+      if (action->shortcut() == QKeySequence(QKeySequence::Undo)) undo = action;
+    }
+    QVERIFY(undo != nullptr);
+    QVERIFY(undo->isEnabled());
+    undo->trigger();
+    QVERIFY(session->plan().stages == before.stages);
+  }
+};
+
+}  // namespace stagecraft::gui
+
+QTEST_MAIN(stagecraft::gui::MainWindowTest)
+#include "main_window_test.moc"
