@@ -1,4 +1,2122 @@
 <?xml version="1.0" encoding="utf-8"?>
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>BeaconDiscovery</name>
+</context>
+<context>
+    <name>ChartPlot</name>
+</context>
+<context>
+    <name>CompareModel</name>
+</context>
+<context>
+    <name>DeviceChart</name>
+</context>
+<context>
+    <name>DeviceModel</name>
+</context>
+<context>
+    <name>DisplayUnits</name>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="43"/>
+        <source>%1 s</source>
+        <translation>%1 s</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="44"/>
+        <source>%1 ms</source>
+        <translation>%1 ms</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="59"/>
+        <source>cloud</source>
+        <translation>云</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="60"/>
+        <source>edge</source>
+        <translation>边缘</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="61"/>
+        <source>end</source>
+        <translation>终端</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="64"/>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+</context>
+<context>
+    <name>LayerTableModel</name>
+</context>
+<context>
+    <name>LiveCharts</name>
+</context>
+<context>
+    <name>LogModel</name>
+</context>
+<context>
+    <name>LogPanel</name>
+</context>
+<context>
+    <name>LossChart</name>
+</context>
+<context>
+    <name>MainWindow</name>
+</context>
+<context>
+    <name>MemoryBars</name>
+</context>
+<context>
+    <name>PartitionEditor</name>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="139"/>
+        <source>Unused devices</source>
+        <translation>未使用的设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="38"/>
+        <source>This plan cannot run:</source>
+        <translation>此方案无法运行：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="67"/>
+        <source>Stage %1</source>
+        <translation>阶段 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="71"/>
+        <source>no layers</source>
+        <translation>无层</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="73"/>
+        <source>layer %1 · %2 per micro-batch</source>
+        <translation>层 %1 · 每微批次 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="77"/>
+        <source>layers %1–%2 · %3 per micro-batch</source>
+        <translation>层 %1–%2 · 每微批次 %3</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="85"/>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="118"/>
+        <source>%1 · bottleneck</source>
+        <translation>%1 · 瓶颈</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="93"/>
+        <source>%1 ×%2</source>
+        <translation>%1 ×%2</translation>
+    </message>
+</context>
+<context>
+    <name>PlanCompareView</name>
+</context>
+<context>
+    <name>PlanEdits</name>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="65"/>
+        <source>There is no boundary after stage %1.</source>
+        <translation>阶段 %1 之后没有边界。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="71"/>
+        <source>Stage %1 and stage %2 must each keep at least one layer.</source>
+        <translation>阶段 %1 和阶段 %2 都必须至少保留一层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="82"/>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="115"/>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="205"/>
+        <source>There is no stage %1.</source>
+        <translation>不存在阶段 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="83"/>
+        <source>No layers to move.</source>
+        <translation>没有要移动的层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="87"/>
+        <source>Layer %1 is not in the model.</source>
+        <translation>层 %1 不在模型中。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="90"/>
+        <source>The layers are already in stage %1.</source>
+        <translation>这些层已在阶段 %1 中。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="95"/>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="104"/>
+        <source>Layers can only move to an adjacent stage; stage %1 does not border them.</source>
+        <translation>层只能移动到相邻阶段；阶段 %1 与它们不相邻。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="98"/>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="107"/>
+        <source>Stage %1 would have no layers left.</source>
+        <translation>阶段 %1 将不再有任何层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="111"/>
+        <source>The layers straddle stage %1; drop layers of one neighbouring stage.</source>
+        <translation>这些层跨越了阶段 %1；请只拖放某一个相邻阶段的层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="116"/>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="139"/>
+        <source>The device is not in the cluster.</source>
+        <translation>该设备不在集群中。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="120"/>
+        <source>Device %1 is already in stage %2.</source>
+        <translation>设备 %1 已在阶段 %2 中。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="125"/>
+        <source>Device %1 is the only device of stage %2; a stage needs at least one device.</source>
+        <translation>设备 %1 是阶段 %2 中唯一的设备；每个阶段至少需要一台设备。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="142"/>
+        <source>Device %1 is not in any stage.</source>
+        <translation>设备 %1 不属于任何阶段。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="147"/>
+        <source>Device %1 is the only device of stage %2; remove the stage instead.</source>
+        <translation>设备 %1 是阶段 %2 中唯一的设备；请改为移除该阶段。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="166"/>
+        <source>Every stage holds a single layer; there is nothing to split.</source>
+        <translation>每个阶段都只有一层；没有可拆分的内容。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="177"/>
+        <source>No device is unused and stage %1 has a single device; free a device first.</source>
+        <translation>没有未使用的设备，且阶段 %1 只有一台设备；请先释放一台设备。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="206"/>
+        <source>A plan needs at least one stage.</source>
+        <translation>方案至少需要一个阶段。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="220"/>
+        <source>The batch and the micro-batch count must be positive.</source>
+        <translation>批次大小和微批次数必须为正数。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="222"/>
+        <source>A batch of %1 samples does not divide into %2 micro-batches.</source>
+        <translation>%1 个样本的批次无法均分为 %2 个微批次。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_edits.cpp" line="232"/>
+        <source>Unknown schedule.</source>
+        <translation>未知的调度方式。</translation>
+    </message>
+</context>
+<context>
+    <name>PlanSession</name>
+</context>
+<context>
+    <name>PlanSummary</name>
+</context>
+<context>
+    <name>ReplanDialog</name>
+</context>
+<context>
+    <name>StageModel</name>
+</context>
+<context>
+    <name>ThroughputChart</name>
+</context>
+<context>
+    <name>TimelineChart</name>
+</context>
+<context>
+    <name>TrainingController</name>
+</context>
+<context>
+    <name>TrainingPanel</name>
+</context>
+<context>
+    <name>main</name>
+    <message>
+        <location filename="../app/gui/main.cpp" line="41"/>
+        <source>Plan, run and watch hybrid-pipeline training on heterogeneous edge devices.</source>
+        <translation>在异构边缘设备上规划、运行并监视混合流水线训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="46"/>
+        <source>Open the cluster &lt;file&gt; (or a shipped cluster&apos;s name).</source>
+        <translation>打开集群 &lt;文件&gt;（或内置集群的名称）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="47"/>
+        <location filename="../app/gui/main.cpp" line="50"/>
+        <source>file</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="49"/>
+        <source>Open the plan &lt;file&gt;.</source>
+        <translation>打开方案 &lt;文件&gt;。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="52"/>
+        <source>Select the model &lt;name&gt; from the zoo.</source>
+        <translation>从模型库中选择模型 &lt;名称&gt;。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="53"/>
+        <source>name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="55"/>
+        <source>User interface language, e.g. zh_CN.</source>
+        <translation>界面语言，例如 zh_CN。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="56"/>
+        <source>locale</source>
+        <translation>区域设置</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::BeaconDiscovery</name>
+    <message>
+        <location filename="../app/gui/live/beacon_discovery.cpp" line="21"/>
+        <source>Cannot listen for worker beacons on UDP port %1: %2</source>
+        <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::ChartPlot</name>
+    <message>
+        <location filename="../app/gui/live/chart_plot.cpp" line="98"/>
+        <source>PNG image (*.png)</source>
+        <translation>PNG 图像 (*.png)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/chart_plot.cpp" line="99"/>
+        <source>PDF document (*.pdf)</source>
+        <translation>PDF 文档 (*.pdf)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/chart_plot.cpp" line="111"/>
+        <source>Export Chart</source>
+        <translation>导出图表</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/chart_plot.cpp" line="118"/>
+        <source>Follow Latest</source>
+        <translation>跟随最新</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/chart_plot.cpp" line="124"/>
+        <source>Export Chart…</source>
+        <translation>导出图表…</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::CompareModel</name>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="49"/>
+        <source>yes</source>
+        <translation>是</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="49"/>
+        <source>no</source>
+        <translation>否</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="58"/>
+        <source>%1 %</source>
+        <translation>%1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="59"/>
+        <source>%1×</source>
+        <translation>%1×</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="89"/>
+        <source>Planner %1 has no plan: %2</source>
+        <translation>规划器 %1 没有方案：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="90"/>
+        <source>Planner %1: %2 stages on %3 devices, %4 micro-batches, %5 samples/s predicted by the simulator.</source>
+        <translation>规划器 %1：%2 个阶段，%3 台设备，%4 个微批次，模拟器预测 %5 样本/秒。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="105"/>
+        <source>Planner</source>
+        <translation>规划器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="106"/>
+        <source>Feasible</source>
+        <translation>可行</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="107"/>
+        <source>Stages</source>
+        <translation>阶段数</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="108"/>
+        <source>Micro-batches</source>
+        <translation>微批次数</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="109"/>
+        <source>Samples/s</source>
+        <translation>样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="110"/>
+        <source>Iteration</source>
+        <translation>迭代时间</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="111"/>
+        <source>Bubble</source>
+        <translation>气泡</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="112"/>
+        <source>vs best</source>
+        <translation>相对最优</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="113"/>
+        <source>Plan time</source>
+        <translation>规划耗时</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/compare_model.cpp" line="114"/>
+        <source>Reason</source>
+        <translation>原因</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::DeviceChart</name>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="50"/>
+        <source>%1 / %2 GB</source>
+        <translation>%1 / %2 GB</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="52"/>
+        <source>%1 / %2 MB</source>
+        <translation>%1 / %2 MB</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="60"/>
+        <source>Utilisation</source>
+        <translation>利用率</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="61"/>
+        <source>Memory</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="88"/>
+        <source>Compute busy (%)</source>
+        <translation>计算忙碌 (%)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="89"/>
+        <source>Memory used (% of limit)</source>
+        <translation>已用内存（占上限的 %）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="215"/>
+        <source>%1 %</source>
+        <translation>%1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="223"/>
+        <source>%1 MB</source>
+        <translation>%1 MB</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::DeviceModel</name>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="75"/>
+        <source>reachable</source>
+        <translation>可达</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="76"/>
+        <source>busy</source>
+        <translation>忙碌</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="77"/>
+        <source>lost</source>
+        <translation>失联</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="80"/>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="88"/>
+        <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
+        <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="94"/>
+        <source>The worker of %1 at %2 is training job %3.</source>
+        <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="95"/>
+        <source>The worker of %1 at %2 has job %3 deployed.</source>
+        <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="97"/>
+        <source>The worker of %1 at %2 stopped answering: %3</source>
+        <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="100"/>
+        <source>Device %1 has no worker address.</source>
+        <translation>设备 %1 没有工作节点地址。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="101"/>
+        <source>The worker of %1 has not answered: %2</source>
+        <translation>设备 %1 的工作节点未响应：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="102"/>
+        <source>The worker of %1 at %2 has not been asked yet.</source>
+        <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="140"/>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="141"/>
+        <source>Tier</source>
+        <translation>层级</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="142"/>
+        <source>GFLOP/s</source>
+        <translation>GFLOP/s</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="143"/>
+        <source>Memory (MB)</source>
+        <translation>内存 (MB)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="144"/>
+        <source>Address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="145"/>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="146"/>
+        <source>Stage</source>
+        <translation>阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="214"/>
+        <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
+        <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="223"/>
+        <source>No worker answers at %1: %2</source>
+        <translation>%1 处没有工作节点响应：%2</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::LayerTableModel</name>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="77"/>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="101"/>
+        <source>Layer %1 “%2” (%3): output %4, forward %5 and backward %6 per sample, %7 parameters, %8 of activation per sample. Drag it onto a neighbouring stage to move it there.</source>
+        <translation>第 %1 层“%2”（%3）：输出 %4，每样本前向 %5、反向 %6，%7 个参数，每样本激活 %8。将其拖到相邻阶段即可移入该阶段。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="114"/>
+        <source>#</source>
+        <translation>#</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="115"/>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="116"/>
+        <source>Kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="117"/>
+        <source>Output</source>
+        <translation>输出</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="118"/>
+        <source>Forward FLOPs</source>
+        <translation>前向 FLOPs</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="119"/>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="120"/>
+        <source>Activation</source>
+        <translation>激活</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="121"/>
+        <source>Stage</source>
+        <translation>阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="127"/>
+        <source>Forward FLOPs per sample (a multiply-add counts as two).</source>
+        <translation>每样本的前向 FLOPs（一次乘加计为两次）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="128"/>
+        <source>Trainable parameters.</source>
+        <translation>可训练参数。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="129"/>
+        <source>Activation handed to the next layer, per sample.</source>
+        <translation>每样本传递给下一层的激活。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/layer_table_model.cpp" line="130"/>
+        <source>The pipeline stage that holds the layer.</source>
+        <translation>持有该层的流水线阶段。</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::LiveCharts</name>
+    <message>
+        <location filename="../app/gui/live/live_charts.cpp" line="131"/>
+        <source>Training Dashboard</source>
+        <translation>训练仪表盘</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/live_charts.cpp" line="163"/>
+        <source>Export Dashboard</source>
+        <translation>导出仪表盘</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/live_charts.cpp" line="172"/>
+        <source>Export Dashboard…</source>
+        <translation>导出仪表盘…</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::LogModel</name>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="50"/>
+        <source>Info</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="52"/>
+        <source>Warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="54"/>
+        <source>Error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="58"/>
+        <source>Unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="161"/>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="163"/>
+        <source>Source</source>
+        <translation>来源</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="165"/>
+        <source>Level</source>
+        <translation>级别</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/log_model.cpp" line="167"/>
+        <source>Message</source>
+        <translation>消息</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::LogPanel</name>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="38"/>
+        <source>All Levels</source>
+        <translation>所有级别</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="39"/>
+        <source>Warnings and Errors</source>
+        <translation>警告和错误</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="40"/>
+        <source>Errors Only</source>
+        <translation>仅错误</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="41"/>
+        <source>Show messages of this level and worse</source>
+        <translation>显示此级别及更严重级别的消息</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="44"/>
+        <source>Filter messages</source>
+        <translation>筛选消息</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="48"/>
+        <source>Clear</source>
+        <translation>清除</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="49"/>
+        <source>Remove every message</source>
+        <translation>删除所有消息</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/log_panel.cpp" line="76"/>
+        <source>Level:</source>
+        <translation>级别：</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::LossChart</name>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="19"/>
+        <source>Training Loss</source>
+        <translation>训练损失</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="22"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="31"/>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="26"/>
+        <source>Smoothed (EMA)</source>
+        <translation>平滑 (EMA)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="30"/>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="107"/>
+        <source>Logarithmic Scale</source>
+        <translation>对数坐标</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::MainWindow</name>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="118"/>
+        <source>planner</source>
+        <translation>规划器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="124"/>
+        <source>Planning…</source>
+        <translation>正在规划…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="131"/>
+        <source>discovery</source>
+        <translation>设备发现</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="131"/>
+        <source>Device %1 is listed.</source>
+        <translation>已列出设备 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="138"/>
+        <source>Device %1 stopped answering.</source>
+        <translation>设备 %1 已停止响应。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="205"/>
+        <source>Plan over these devices</source>
+        <translation>基于这些设备进行规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="206"/>
+        <source>Plan over the devices listed here, including discovered and added ones.</source>
+        <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="214"/>
+        <source>Devices</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="222"/>
+        <source>A model from the built-in zoo.</source>
+        <translation>内置模型库中的模型。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="230"/>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="244"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="90"/>
+        <source>Training</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="250"/>
+        <source>Stages</source>
+        <translation>阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="257"/>
+        <source>Use the %1 plan</source>
+        <translation>使用 %1 的方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="259"/>
+        <source>Double-click a planner to edit its plan.</source>
+        <translation>双击规划器以编辑其方案。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="260"/>
+        <source>Compare planners</source>
+        <translation>比较规划器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="266"/>
+        <source>Log</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="275"/>
+        <source>%1 (%2)</source>
+        <translation>%1 (%2)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="279"/>
+        <source>Open &amp;Cluster…</source>
+        <translation>打开集群(&amp;C)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="279"/>
+        <source>Open a cluster file</source>
+        <translation>打开集群文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="280"/>
+        <source>Open cluster</source>
+        <translation>打开集群</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="281"/>
+        <source>Cluster files (*.json);;All files (*)</source>
+        <translation>集群文件 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <source>Open &amp;Plan…</source>
+        <translation>打开方案(&amp;P)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <source>Ctrl+Shift+O</source>
+        <translation>Ctrl+Shift+O</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <source>Open a plan file</source>
+        <translation>打开方案文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="285"/>
+        <source>Open plan</source>
+        <translation>打开方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="286"/>
+        <source>Plan files (*.json);;All files (*)</source>
+        <translation>方案文件 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="289"/>
+        <source>&amp;Save Plan As…</source>
+        <translation>方案另存为(&amp;S)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="289"/>
+        <source>Save the plan for the command line and the workers</source>
+        <translation>保存方案，供命令行和工作节点使用</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <source>&amp;Export Charts…</source>
+        <translation>导出图表(&amp;E)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <source>Ctrl+E</source>
+        <translation>Ctrl+E</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <source>Export the charts to PNG or PDF</source>
+        <translation>将图表导出为 PNG 或 PDF</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="293"/>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="293"/>
+        <source>Quit Stagecraft</source>
+        <translation>退出 Stagecraft</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="295"/>
+        <source>&amp;Undo</source>
+        <translation>撤销(&amp;U)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="297"/>
+        <source>&amp;Redo</source>
+        <translation>重做(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <source>Start &amp;Local Cluster</source>
+        <translation>启动本地集群(&amp;L)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <source>Ctrl+L</source>
+        <translation>Ctrl+L</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="301"/>
+        <source>Run every device of the cluster as an emulated worker on this machine</source>
+        <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <source>&amp;Add Device…</source>
+        <translation>添加设备(&amp;A)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <source>Ctrl+D</source>
+        <translation>Ctrl+D</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <source>Add a worker by its address</source>
+        <translation>按地址添加工作节点</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <source>&amp;Auto-plan</source>
+        <translation>自动规划(&amp;A)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <source>Ctrl+P</source>
+        <translation>Ctrl+P</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <source>Plan with the chosen planner</source>
+        <translation>使用所选规划器进行规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <source>&amp;Compare Planners</source>
+        <translation>比较规划器(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <source>Ctrl+K</source>
+        <translation>Ctrl+K</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <source>Run every planner side by side</source>
+        <translation>并排运行所有规划器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <source>&amp;Deploy</source>
+        <translation>部署(&amp;D)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <source>F7</source>
+        <translation>F7</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <source>Send each device its stage</source>
+        <translation>向每台设备发送其所属阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <source>&amp;Start Training</source>
+        <translation>开始训练(&amp;S)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <source>F5</source>
+        <translation>F5</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <source>Train the deployed plan</source>
+        <translation>训练已部署的方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <source>Shift+F5</source>
+        <translation>Shift+F5</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <source>Stop at the end of the current step</source>
+        <translation>在当前步结束时停止</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <source>&amp;Re-plan Now</source>
+        <translation>立即重新规划(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <source>Ctrl+R</source>
+        <translation>Ctrl+R</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <source>Plan again over the devices live now, with their measured speeds</source>
+        <translation>基于当前在线的设备及其实测速度重新规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <source>Main</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="336"/>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <source>&amp;Edit</source>
+        <translation>编辑(&amp;E)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="347"/>
+        <source>Add &amp;Stage</source>
+        <translation>添加阶段(&amp;S)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="349"/>
+        <source>&amp;Cluster</source>
+        <translation>集群(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="351"/>
+        <source>Stop Local Cluster</source>
+        <translation>停止本地集群</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="354"/>
+        <source>&amp;Plan</source>
+        <translation>规划(&amp;P)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="358"/>
+        <source>&amp;Training</source>
+        <translation>训练(&amp;T)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="363"/>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="366"/>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="367"/>
+        <source>&amp;About Stagecraft</source>
+        <translation>关于 Stagecraft(&amp;A)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="368"/>
+        <source>About &amp;Qt</source>
+        <translation>关于 Qt(&amp;Q)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="398"/>
+        <location filename="../app/gui/window/main_window.cpp" line="501"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="60"/>
+        <source>console</source>
+        <translation>控制台</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="398"/>
+        <source>Opened cluster %1.</source>
+        <translation>已打开集群 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="402"/>
+        <source>Cannot open the cluster</source>
+        <translation>无法打开集群</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="414"/>
+        <source>Cannot load the model</source>
+        <translation>无法加载模型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="421"/>
+        <source>Cannot open the plan</source>
+        <translation>无法打开方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="432"/>
+        <source>Save plan</source>
+        <translation>保存方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="433"/>
+        <source>Plan files (*.json)</source>
+        <translation>方案文件 (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="438"/>
+        <source>Cannot save the plan</source>
+        <translation>无法保存方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="443"/>
+        <source>Saved %1</source>
+        <translation>已保存 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <source>Add device</source>
+        <translation>添加设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <source>Worker address (host:port):</source>
+        <translation>工作节点地址 (host:port)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="453"/>
+        <source>Cannot add the device</source>
+        <translation>无法添加设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="458"/>
+        <source>About Stagecraft</source>
+        <translation>关于 Stagecraft</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="459"/>
+        <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="481"/>
+        <source>Cluster: %1</source>
+        <translation>集群：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="486"/>
+        <source>Plan: %1</source>
+        <translation>方案：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="494"/>
+        <source>Stagecraft</source>
+        <translation>Stagecraft</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="497"/>
+        <source>%1 on %2</source>
+        <translation>%2 上的 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="54"/>
+        <source>%1 (%2/%3)</source>
+        <translation>%1 (%2/%3)</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/gui/window/main_window_training.cpp" line="61"/>
+        <source>%n local worker(s) run on this machine.</source>
+        <translation>
+            <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
+        <source>Step %1 of %2: loss %3, %4 samples/s</source>
+        <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="88"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="93"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="110"/>
+        <source>coordinator</source>
+        <translation>协调器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="93"/>
+        <source>Training reached step %1.</source>
+        <translation>训练已到达第 %1 步。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="111"/>
+        <source>The new plan runs from step %1 with the weights carried over.</source>
+        <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
+        <source>Cannot deploy</source>
+        <translation>无法部署</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::MemoryBars</name>
+    <message>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="60"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="86"/>
+        <source>%1 of %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="86"/>
+        <source>unused</source>
+        <translation>未使用</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="103"/>
+        <source>%1 is in no stage.</source>
+        <translation>%1 不属于任何阶段。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="105"/>
+        <source>%1 needs %2 in stage %3 but has %4.</source>
+        <translation>%1 在阶段 %3 中需要 %2，但只有 %4。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="110"/>
+        <source>%1 peaks at %2 of %3 in stage %4.</source>
+        <translation>%1 在阶段 %4 中的峰值为 %2（上限 %3）。</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::PartitionEditor</name>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="150"/>
+        <source>Open a model and a cluster to edit a plan.</source>
+        <translation>请打开模型和集群以编辑方案。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="300"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="308"/>
+        <source>Unused devices</source>
+        <translation>未使用的设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="311"/>
+        <source>Every device is in a stage; drop one here to free it.</source>
+        <translation>所有设备都已分配到阶段；将设备拖放到此处即可将其释放。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="477"/>
+        <source>Remove %1 from stage %2</source>
+        <translation>从阶段 %2 中移除 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="480"/>
+        <source>Add a stage</source>
+        <translation>添加阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="482"/>
+        <source>Remove stage %1</source>
+        <translation>移除阶段 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="560"/>
+        <source>Drag to move the cut between stage %1 and stage %2.</source>
+        <translation>拖动以移动阶段 %1 与阶段 %2 之间的切分点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="565"/>
+        <source>%1 (%2 tier): %3 GFLOP/s, memory %4 of %5, busy %6 % of the iteration.</source>
+        <translation>%1（%2层级）：%3 GFLOP/s，内存 %4 / %5，忙碌时间占迭代的 %6 %。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="571"/>
+        <source>It does not have enough memory.</source>
+        <translation>内存不足。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="576"/>
+        <source>Layer %1 “%2” (%3): forward %4 and backward %5 per sample, %6 parameters, %7 of activation per sample.</source>
+        <translation>第 %1 层“%2”（%3）：每样本前向 %4、反向 %5，%6 个参数，每样本激活 %7。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="583"/>
+        <source>Devices in no stage. Drag one onto a stage to add it to its group.</source>
+        <translation>不属于任何阶段的设备。将设备拖到某个阶段即可加入该阶段的设备组。</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::PlanCompareView</name>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="18"/>
+        <source>%1 — invalid</source>
+        <translation>%1 — 无效</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="19"/>
+        <source>%1 — %2 samples/s</source>
+        <translation>%1 — %2 样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="50"/>
+        <source>Current plan</source>
+        <translation>当前方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="51"/>
+        <source>Proposed plan</source>
+        <translation>建议方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="74"/>
+        <source>The current plan is invalid; the proposed plan replaces it.</source>
+        <translation>当前方案无效；建议方案将替换它。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="75"/>
+        <source>The proposed plan is invalid.</source>
+        <translation>建议方案无效。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="77"/>
+        <source>+%1 % samples/s</source>
+        <translation>+%1 % 样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="77"/>
+        <source>−%1 % samples/s</source>
+        <translation>−%1 % 样本/秒</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::PlanSession</name>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="42"/>
+        <source>The planner found no feasible plan.</source>
+        <translation>规划器未找到可行方案。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="47"/>
+        <source>The planner produced an invalid plan: %1</source>
+        <translation>规划器生成了无效方案：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="191"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="198"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="204"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="212"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="220"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="225"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="231"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="237"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="243"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="251"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="265"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="297"/>
+        <source>Open a model and a cluster first.</source>
+        <translation>请先打开模型和集群。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="193"/>
+        <source>Move the boundary after stage %1</source>
+        <translation>移动阶段 %1 之后的边界</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="199"/>
+        <source>Move layers to stage %1</source>
+        <translation>将层移动到阶段 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="206"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="214"/>
+        <source>Device %1 is not in cluster %2.</source>
+        <translation>设备 %1 不在集群 %2 中。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="207"/>
+        <source>Put %1 into stage %2</source>
+        <translation>将 %1 放入阶段 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="215"/>
+        <source>Take %1 out of its stage</source>
+        <translation>将 %1 移出其所在阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="221"/>
+        <source>Add a stage</source>
+        <translation>添加阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="226"/>
+        <source>Remove stage %1</source>
+        <translation>移除阶段 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="232"/>
+        <source>Set the batch to %1</source>
+        <translation>将批次大小设为 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="239"/>
+        <source>Use %1 micro-batches</source>
+        <translation>使用 %1 个微批次</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="245"/>
+        <source>Use the %1 schedule</source>
+        <translation>使用 %1 调度</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="252"/>
+        <source>Unknown optimizer.</source>
+        <translation>未知的优化器。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="260"/>
+        <source>Use the %1 optimizer</source>
+        <translation>使用 %1 优化器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="268"/>
+        <source>The plan names layers that model %1 does not have.</source>
+        <translation>方案中包含模型 %1 中不存在的层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="273"/>
+        <source>The plan names devices that cluster %1 does not have.</source>
+        <translation>方案中包含集群 %1 中不存在的设备。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="277"/>
+        <source>Replace the plan</source>
+        <translation>替换方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="316"/>
+        <source>Planner %1 found no plan: %2</source>
+        <translation>规划器 %1 未找到方案：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="319"/>
+        <source>Auto-plan with %1</source>
+        <translation>使用 %1 自动规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="320"/>
+        <source>Planner %1 planned in %2 ms.</source>
+        <translation>规划器 %1 规划耗时 %2 ms。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="351"/>
+        <source>Open a cluster before loading a plan.</source>
+        <translation>加载方案前请先打开集群。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="358"/>
+        <source>Load %1</source>
+        <translation>加载 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="369"/>
+        <source>Cannot load the plan: %1</source>
+        <translation>无法加载方案：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="375"/>
+        <source>There is no plan to save.</source>
+        <translation>没有可保存的方案。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="388"/>
+        <source>Cannot save the plan: %1</source>
+        <translation>无法保存方案：%1</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::PlanSummary</name>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="38"/>
+        <source>Samples/s</source>
+        <translation>样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="39"/>
+        <source>Iteration</source>
+        <translation>迭代时间</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="40"/>
+        <source>Bubble</source>
+        <translation>气泡</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="41"/>
+        <source>Micro-batches</source>
+        <translation>微批次</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="43"/>
+        <source>How the last edit changed the predicted samples/s.</source>
+        <translation>上一次编辑对预测样本/秒的影响。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="71"/>
+        <source>%1 × %2</source>
+        <translation>%1 × %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="72"/>
+        <source>%1 micro-batches of %2 samples per iteration.</source>
+        <translation>每次迭代 %1 个微批次，每个微批次 %2 个样本。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="76"/>
+        <source>%1 %</source>
+        <translation>%1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="77"/>
+        <source>Simulated; the closed-form estimate is %1 samples/s.</source>
+        <translation>模拟值；闭式估算为 %1 样本/秒。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="84"/>
+        <source>▲ %1 %</source>
+        <translation>▲ %1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="84"/>
+        <source>▼ %1 %</source>
+        <translation>▼ %1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="96"/>
+        <source>Invalid plan: %1 (and %2 more)</source>
+        <translation>无效方案：%1（另有 %2 项）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="97"/>
+        <source>Invalid plan: %1</source>
+        <translation>无效方案：%1</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::ReplanDialog</name>
+    <message>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="17"/>
+        <source>Re-plan now</source>
+        <translation>立即重新规划</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/gui/window/replan_dialog.cpp" line="20"/>
+        <source>Planned again over the %n device(s) that answer now, with the speeds measured during training. Applying stops at the end of the current step, carries the weights over and continues at the next step.</source>
+        <translation>
+            <numerusform>已基于当前有响应的 %n 台设备，使用训练期间实测的速度重新规划。应用后将在当前步结束时停止，沿用现有权重，并从下一步继续。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="29"/>
+        <source>Predicted with measured speeds: %1 → %2 samples/s</source>
+        <translation>基于实测速度的预测：%1 → %2 样本/秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="35"/>
+        <source>&amp;Apply new plan</source>
+        <translation>应用新方案(&amp;A)</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::StageModel</name>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="49"/>
+        <source>%1 ×%2</source>
+        <translation>%1 ×%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="64"/>
+        <location filename="../app/gui/models/stage_model.cpp" line="102"/>
+        <source>no layers</source>
+        <translation>无层</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="65"/>
+        <source>%1–%2 (%3 to %4)</source>
+        <translation>%1–%2（%3 至 %4）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="70"/>
+        <source>no devices</source>
+        <translation>无设备</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="74"/>
+        <source>%1 of %2 (%3)</source>
+        <translation>%1 / %2（%3）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="99"/>
+        <source>Stage %1 runs %2 on %3 device(s); one micro-batch of %4 samples takes %5 on its slowest member. Drop layers of a neighbouring stage or devices here.</source>
+        <translation>阶段 %1（%2）运行在 %3 台设备上；一个 %4 样本的微批次在其最慢的成员上耗时 %5。可将相邻阶段的层或设备拖放到此处。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="102"/>
+        <source>layers %1 to %2</source>
+        <translation>层 %1 至 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="115"/>
+        <source>Stage</source>
+        <translation>阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="116"/>
+        <source>Layers</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="117"/>
+        <source>Devices (samples per micro-batch)</source>
+        <translation>设备（每微批次样本数）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="118"/>
+        <source>Compute per micro-batch</source>
+        <translation>每微批次计算时间</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/stage_model.cpp" line="119"/>
+        <source>Fullest device</source>
+        <translation>内存占用最高的设备</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::ThroughputChart</name>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="19"/>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="22"/>
+        <source>Measured</source>
+        <translation>实测</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="27"/>
+        <source>Predicted</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="31"/>
+        <source>Time since start (s)</source>
+        <translation>自开始以来的时间 (s)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="32"/>
+        <source>Throughput (samples/s)</source>
+        <translation>吞吐量 (样本/秒)</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::TimelineChart</name>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="44"/>
+        <source>Time in iteration (ms)</source>
+        <translation>迭代内时间 (ms)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="54"/>
+        <source>Compute busy</source>
+        <translation>计算忙碌</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="75"/>
+        <source>Forward</source>
+        <translation>前向</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="77"/>
+        <source>Backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="79"/>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="81"/>
+        <source>Receive</source>
+        <translation>接收</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="83"/>
+        <source>All-reduce</source>
+        <translation>All-Reduce</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="87"/>
+        <source>Unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="132"/>
+        <source>Device %1</source>
+        <translation>设备 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="137"/>
+        <source>Pipeline Timeline (no data yet)</source>
+        <translation>流水线时间线（暂无数据）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="139"/>
+        <source>Measured Iteration: %1 ms</source>
+        <translation>实测迭代：%1 ms</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
+        <source>Predicted Iteration: %1 ms</source>
+        <translation>预测迭代：%1 ms</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="158"/>
+        <source>%1 %</source>
+        <translation>%1 %</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="187"/>
+        <source>Send micro-batch %1 to %2</source>
+        <translation>将微批次 %1 发送到 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="190"/>
+        <source>Receive micro-batch %1 from %2</source>
+        <translation>从 %2 接收微批次 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="193"/>
+        <source>All-reduce of the stage&apos;s gradients</source>
+        <translation>该阶段梯度的 All-Reduce</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="196"/>
+        <source>%1 of micro-batch %2</source>
+        <translation>微批次 %2 的%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="199"/>
+        <source>%1
+%2
+%3 – %4 ms (%5 ms)</source>
+        <translation>%1
+%2
+%3 – %4 ms（%5 ms）</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::TrainingController</name>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="69"/>
+        <source>Idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="70"/>
+        <source>Starting local workers</source>
+        <translation>正在启动本地工作节点</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="71"/>
+        <source>Stopping local workers</source>
+        <translation>正在停止本地工作节点</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="72"/>
+        <source>Profiling</source>
+        <translation>正在性能剖析</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="73"/>
+        <source>Deploying</source>
+        <translation>正在部署</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="74"/>
+        <source>Deployed</source>
+        <translation>已部署</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="75"/>
+        <source>Training</source>
+        <translation>正在训练</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="76"/>
+        <source>Stopping</source>
+        <translation>正在停止</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="77"/>
+        <source>Stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="78"/>
+        <source>Re-planning</source>
+        <translation>正在重新规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="115"/>
+        <source>Local workers are already running; stop them first.</source>
+        <translation>本地工作节点已在运行；请先停止它们。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="116"/>
+        <source>Cannot start local workers while %1.</source>
+        <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="124"/>
+        <source>No local workers are running.</source>
+        <translation>没有正在运行的本地工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="133"/>
+        <source>Cannot deploy while %1.</source>
+        <translation>当前状态为“%1”，无法部署。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="140"/>
+        <source>Train at least one step.</source>
+        <translation>请至少训练一步。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="142"/>
+        <source>Cannot start training while %1.</source>
+        <translation>当前状态为“%1”，无法开始训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="160"/>
+        <source>Nothing is training.</source>
+        <translation>当前没有正在进行的训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="219"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="241"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="337"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="421"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="550"/>
+        <source>Coordinator</source>
+        <translation>协调器</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="242"/>
+        <source>Using the local workers already running for cluster %1.</source>
+        <translation>使用已为集群 %1 运行的本地工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="248"/>
+        <source>Starting %1 local workers.</source>
+        <translation>正在启动 %1 个本地工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="256"/>
+        <source>%1 local workers answer.</source>
+        <translation>%1 个本地工作节点已响应。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="314"/>
+        <source>Profiling the model on %1 workers.</source>
+        <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="326"/>
+        <source>Deploying the plan to %1 workers.</source>
+        <translation>正在将方案部署到 %1 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="336"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="337"/>
+        <source>Deployed job %1 to %2 workers.</source>
+        <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="422"/>
+        <source>Training was cancelled after step %1; deploy again to continue.</source>
+        <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="445"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="494"/>
+        <source>Deploy a plan before re-planning.</source>
+        <translation>请先部署方案，再重新规划。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="446"/>
+        <source>A re-plan is already being computed.</source>
+        <translation>正在计算重新规划，请稍候。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="469"/>
+        <source>Planner %1 found no plan that fits the live devices.</source>
+        <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="496"/>
+        <source>Cannot re-plan while %1.</source>
+        <translation>当前状态为“%1”，无法重新规划。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="520"/>
+        <source>Collecting the weights at step %1.</source>
+        <translation>正在收集第 %1 步的权重。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="537"/>
+        <source>Deploying the new plan to %1 workers at step %2.</source>
+        <translation>正在第 %2 步将新方案部署到 %1 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="549"/>
+        <source>The new plan runs on %1 workers from step %2.</source>
+        <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="551"/>
+        <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
+        <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::TrainingPanel</name>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="29"/>
+        <source>&amp;Planner:</source>
+        <translation>规划器(&amp;P)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="34"/>
+        <source>Samples per training step, over all devices.</source>
+        <translation>每个训练步的样本数（所有设备合计）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="35"/>
+        <source>&amp;Batch:</source>
+        <translation>批次大小(&amp;B)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="39"/>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="40"/>
+        <source>Micro-batches per step; auto lets the planner choose a divisor of the batch.</source>
+        <translation>每步的微批次数；选择“自动”时由规划器选取批次大小的一个约数。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="41"/>
+        <source>&amp;Micro-batches:</source>
+        <translation>微批次数(&amp;M)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="44"/>
+        <source>1F1B</source>
+        <translation>1F1B</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="45"/>
+        <source>GPipe</source>
+        <translation>GPipe</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="46"/>
+        <source>&amp;Schedule:</source>
+        <translation>调度(&amp;S)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="49"/>
+        <source>SGD with momentum</source>
+        <translation>带动量的 SGD</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="50"/>
+        <source>Adam</source>
+        <translation>Adam</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="51"/>
+        <source>&amp;Optimizer:</source>
+        <translation>优化器(&amp;O)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="58"/>
+        <source>&amp;Learning rate:</source>
+        <translation>学习率(&amp;L)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="63"/>
+        <source>S&amp;teps:</source>
+        <translation>步数(&amp;T)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="66"/>
+        <source>Synthetic (learnable)</source>
+        <translation>合成数据（可学习）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="67"/>
+        <source>MNIST (IDX files)</source>
+        <translation>MNIST（IDX 文件）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
+        <source>CIFAR-10 (binary batch)</source>
+        <translation>CIFAR-10（二进制批次）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
+        <source>&amp;Data:</source>
+        <translation>数据(&amp;D)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="71"/>
+        <source>images file, as the workers see it</source>
+        <translation>图像文件（按工作节点上的路径）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="72"/>
+        <source>Data file:</source>
+        <translation>数据文件：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
+        <source>MNIST labels file</source>
+        <translation>MNIST 标签文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="75"/>
+        <source>Labels file:</source>
+        <translation>标签文件：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="79"/>
+        <source>S&amp;eed:</source>
+        <translation>随机种子(&amp;E)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="80"/>
+        <source>Profile the workers before deploying</source>
+        <translation>部署前对工作节点进行性能剖析</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="81"/>
+        <source>Each worker times every layer first, so the predicted samples/s use measured speeds.</source>
+        <translation>每个工作节点先测量每一层的耗时，使预测的样本/秒基于实测速度。</translation>
+    </message>
+</context>
 </TS>

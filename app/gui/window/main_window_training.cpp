@@ -137,6 +137,7 @@ void MainWindow::deploy() {
     return;
   }
   charts_->clear();
+  controller_->setProfileBeforeDeploy(training_->profileBeforeDeploy());
   controller_->deploy(session_->plan(), session_->model(), clusterWithAddresses(), training_->trainingOptions());
 }
 

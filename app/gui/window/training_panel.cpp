@@ -1,5 +1,6 @@
 #include "window/training_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -76,6 +77,10 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   seed_->setRange(0, 1'000'000);
   seed_->setValue(1);
   form->addRow(tr("S&eed:"), seed_);
+  profile_ = new QCheckBox(tr("Profile the workers before deploying"), this);
+  profile_->setToolTip(tr("Each worker times every layer first, so the predicted samples/s use measured speeds."));
+  profile_->setChecked(true);
+  form->addRow(profile_);
 
   const auto update_data_fields = [this] {
     const QString kind = data_->currentData().toString();
@@ -124,6 +129,8 @@ control::TrainingOptions TrainingPanel::trainingOptions() const {
 
 std::int64_t TrainingPanel::steps() const { return steps_->value(); }
 
+bool TrainingPanel::profileBeforeDeploy() const { return profile_->isChecked(); }
+
 void TrainingPanel::setPlanner(const QString& name) {
   const int index = planner_->findData(name);
   if (index >= 0) planner_->setCurrentIndex(index);
@@ -152,6 +159,7 @@ void TrainingPanel::save() const {
   settings.setValue(QStringLiteral("data_path"), data_path_->text());
   settings.setValue(QStringLiteral("labels_path"), labels_path_->text());
   settings.setValue(QStringLiteral("seed"), seed_->value());
+  settings.setValue(QStringLiteral("profile"), profile_->isChecked());
 }
 
 void TrainingPanel::restore() {
@@ -172,6 +180,7 @@ void TrainingPanel::restore() {
   data_path_->setText(settings.value(QStringLiteral("data_path")).toString());
   labels_path_->setText(settings.value(QStringLiteral("labels_path")).toString());
   seed_->setValue(settings.value(QStringLiteral("seed"), 1).toInt());
+  profile_->setChecked(settings.value(QStringLiteral("profile"), true).toBool());
 }
 
 }  // namespace stagecraft::gui

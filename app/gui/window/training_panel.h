@@ -6,6 +6,7 @@
 #include "control/assignments.h"
 #include "planner/planner.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLineEdit;
@@ -29,6 +30,8 @@ class TrainingPanel : public QWidget {
   /// Learning rate, data set and seed, as the coordinator takes them.
   control::TrainingOptions trainingOptions() const;
   std::int64_t steps() const;
+  /// Time every layer on the workers before deploying, so predictions use measured speeds.
+  bool profileBeforeDeploy() const;
 
   void setPlanner(const QString& name);
   void setRequest(const PlanRequest& request);
@@ -52,6 +55,7 @@ class TrainingPanel : public QWidget {
   QLineEdit* data_path_ = nullptr;
   QLineEdit* labels_path_ = nullptr;
   QSpinBox* seed_ = nullptr;
+  QCheckBox* profile_ = nullptr;
 };
 
 }  // namespace stagecraft::gui
