@@ -3,13 +3,17 @@
 # under Xvfb on the shipped jetson-edge cluster, starts it as local workers (Ctrl+L),
 # deploys (F7), trains (F5), and captures the screen once training runs.
 #
-#   docs/screenshots.sh [LANG] [OUT.png]      e.g. docs/screenshots.sh zh_CN docs/console-zh_CN.png
+#   docs/screenshots.sh [LANG] [OUT.png] [replan]   e.g. docs/screenshots.sh zh_CN docs/console-zh_CN.png
+#
+# With `replan` it then presses Ctrl+R (re-plan now) and captures the proposal dialog too,
+# as OUT with -replan before the extension.
 #
 # Needs a build (packaging/bootstrap build) and xvfb, xdotool, imagemagick.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lang=${1:-en}
 out=${2:-$root/docs/console-$lang.png}
+mode=${3:-}
 build=${STAGECRAFT_BUILD_DIR:-$root/build}
 for tool in xvfb-run xdotool import; do
   command -v "$tool" >/dev/null || { echo "screenshots.sh: needs $tool (apt-get install xvfb xdotool imagemagick)" >&2; exit 2; }
@@ -35,6 +39,11 @@ run() {
   xdotool key --window "$window" F5            # start training
   sleep "${STAGECRAFT_SHOT_TRAIN:-45}"
   import -window root "$out"
+  if [ "$mode" = replan ]; then
+    xdotool key --window "$window" ctrl+r      # re-plan now
+    sleep "${STAGECRAFT_SHOT_REPLAN:-20}"
+    import -window root "${out%.png}-replan.png"
+  fi
   kill "$app"
   wait "$app" 2>/dev/null || true
 }
@@ -45,6 +54,6 @@ fi
 config=$(mktemp -d)
 trap 'rm -rf "$config"' EXIT
 export config
-STAGECRAFT_SHOT_INNER=1 xvfb-run -a -s "-screen 0 1600x1000x24" "$0" "$lang" "$out"
+STAGECRAFT_SHOT_INNER=1 xvfb-run -a -s "-screen 0 1600x1000x24" "$0" "$lang" "$out" "$mode"
 "$build/app/cli/stagecraft-cli" cluster down --cluster jetson-edge >/dev/null 2>&1 || true
 echo "wrote $out"

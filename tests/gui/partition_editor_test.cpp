@@ -11,35 +11,15 @@
 #include "editor/plan_compare_view.h"
 #include "editor/plan_session.h"
 #include "editor/plan_summary.h"
+#include "gui_fixtures.h"
 #include "model/zoo.h"
 #include "models/mime_types.h"
 
 using namespace stagecraft;
 using namespace stagecraft::gui;
+using namespace stagecraft::gui::testing;
 
 namespace {
-
-Cluster shipped(const char* name) { return Cluster::load(std::string(STAGECRAFT_TEST_CLUSTERS) + "/" + name + ".json"); }
-
-ModelSpec zoo(const char* name) { return ModelSpec::fromProto(zooModel(name)); }
-
-Cluster bigAndTiny() {
-  v1::Cluster proto;
-  proto.set_name("big-and-tiny");
-  auto* big = proto.add_devices();
-  big->set_name("big");
-  big->set_tier("cloud");
-  big->set_gflops(2000);
-  big->set_memory_mb(64000);
-  big->set_bandwidth_mbps(1000);
-  auto* tiny = proto.add_devices();
-  tiny->set_name("tiny");
-  tiny->set_tier("end");
-  tiny->set_gflops(50);
-  tiny->set_memory_mb(64);
-  tiny->set_bandwidth_mbps(100);
-  return Cluster::fromProto(proto);
-}
 
 void moveWithLeftButton(QWidget* w, QPoint pos) {
   QMouseEvent move(QEvent::MouseMove, QPointF(pos), QPointF(w->mapToGlobal(pos)), Qt::NoButton, Qt::LeftButton,
@@ -70,7 +50,7 @@ class PartitionEditorTest : public QObject {
  private Q_SLOTS:
   void drawsOneLanePerStageAsAStaircase() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.resize(960, editor.heightForWidth(960));
@@ -97,7 +77,7 @@ class PartitionEditorTest : public QObject {
 
   void draggingABoundaryHandleMovesTheCutInOneUndoStep() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.resize(960, editor.heightForWidth(960));
@@ -118,7 +98,7 @@ class PartitionEditorTest : public QObject {
 
   void draggingADeviceChipOntoAnotherLaneMovesIt() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.resize(960, 800);
@@ -144,7 +124,7 @@ class PartitionEditorTest : public QObject {
 
   void draggingALayerOntoTheNeighbourLaneMovesIt() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.resize(960, 800);
@@ -156,7 +136,7 @@ class PartitionEditorTest : public QObject {
 
   void deleteKeyTakesTheSelectedDeviceOutOfItsStage() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     const auto stage_of = session.plan().stageOfDevice(session.cluster().size());
     int unused = -1;
     for (int d = 0; d < session.cluster().size(); ++d) {
@@ -176,7 +156,7 @@ class PartitionEditorTest : public QObject {
 
   void devicesDroppedFromAnotherViewJoinTheLane() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.resize(960, 800);
@@ -220,7 +200,7 @@ class PartitionEditorTest : public QObject {
 
   void readOnlyIgnoresDrags() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PartitionEditor editor;
     editor.setSession(&session);
     editor.setReadOnly(true);
@@ -232,7 +212,7 @@ class PartitionEditorTest : public QObject {
 
   void summaryMemoryBarsAndCompareViewFollowTheSession() {
     PlanSession session;
-    session.setDocument(zoo("vgg11"), shipped("jetson-edge"));
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
     PlanSummary summary;
     summary.setSession(&session);
     QCOMPARE(summary.samplesPerSecondText(), QString::number(session.evaluation().samples_per_second, 'f', 1));

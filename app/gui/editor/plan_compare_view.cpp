@@ -32,9 +32,13 @@ QWidget* scrolled(PartitionEditor* editor, QWidget* parent) {
 
 PlanCompareView::PlanCompareView(const ModelSpec& model, const Cluster& cluster, const Plan& current,
                                  const Plan& proposed, QWidget* parent)
+    : PlanCompareView(model, cluster, current, cluster, proposed, parent) {}
+
+PlanCompareView::PlanCompareView(const ModelSpec& model, const Cluster& current_cluster, const Plan& current,
+                                 const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent)
     : QWidget(parent), current_(new PlanSession(this)), proposed_(new PlanSession(this)) {
-  current_->setDocument(model, cluster, current);
-  proposed_->setDocument(model, cluster, proposed);
+  current_->setDocument(model, current_cluster, current);
+  proposed_->setDocument(model, proposed_cluster, proposed);
   current_editor_ = new PartitionEditor;
   current_editor_->setReadOnly(true);
   current_editor_->setSession(current_);

@@ -22,6 +22,9 @@ class PlanCompareView : public QWidget {
  public:
   PlanCompareView(const ModelSpec& model, const Cluster& cluster, const Plan& current, const Plan& proposed,
                   QWidget* parent = nullptr);
+  /// Each plan over its own cluster: a re-plan may drop devices that stopped answering.
+  PlanCompareView(const ModelSpec& model, const Cluster& current_cluster, const Plan& current,
+                  const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent = nullptr);
 
   /// Proposed over current samples/s minus one (0.38 for "+38 %"); 0 when either is invalid.
   double gain() const { return gain_; }

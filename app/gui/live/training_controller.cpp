@@ -476,9 +476,9 @@ bool TrainingController::proposeReplan(const QString& planner_name, const PlanRe
         return;
       }
       const double proposed_sps = simulate(outcome.plan, cost).samples_per_second;
-      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates] {
+      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates, calibrated] {
         planning_ = false;
-        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates);
+        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates, calibrated);
       });
     } catch (const std::exception& e) {
       toGui([this, text = QString::fromStdString(e.what())] {

@@ -126,9 +126,11 @@ class TrainingController : public QObject {
   void failed(const QString& message);
   /// The run reached its target step.
   void trainingFinished(qint64 step);
+  /// `proposed` is over `calibrated` (the live devices, measured speeds); `current` is over
+  /// `current_cluster` (every deployed device, measured speeds).
   void replanProposed(const stagecraft::Plan& current, const stagecraft::Plan& proposed,
                       double current_samples_per_second, double proposed_samples_per_second,
-                      const stagecraft::Cluster& calibrated);
+                      const stagecraft::Cluster& calibrated, const stagecraft::Cluster& current_cluster);
   /// The job now runs `plan`, continuing at `step`.
   void replanApplied(const stagecraft::Plan& plan, qint64 step);
 

@@ -94,8 +94,9 @@ void MainWindow::connectController() {
   });
   connect(controller_, &TrainingController::replanProposed, this,
           [this](const Plan& current, const Plan& proposed, double current_sps, double proposed_sps,
-                 const Cluster& calibrated) {
-            ReplanDialog dialog(session_->model(), calibrated, current, proposed, current_sps, proposed_sps, this);
+                 const Cluster& calibrated, const Cluster& current_cluster) {
+            ReplanDialog dialog(session_->model(), current_cluster, current, calibrated, proposed, current_sps,
+                                proposed_sps, this);
             if (dialog.exec() != QDialog::Accepted) return;
             controller_->applyReplan(proposed, calibrated);
             pending_replan_cluster_ = calibrated;

@@ -10,8 +10,8 @@
 
 namespace stagecraft::gui {
 
-ReplanDialog::ReplanDialog(const ModelSpec& model, const Cluster& calibrated, const Plan& current,
-                           const Plan& proposed, double current_samples_per_second,
+ReplanDialog::ReplanDialog(const ModelSpec& model, const Cluster& current_cluster, const Plan& current,
+                           const Cluster& calibrated, const Plan& proposed, double current_samples_per_second,
                            double proposed_samples_per_second, QWidget* parent)
     : QDialog(parent) {
   setWindowTitle(tr("Re-plan now"));
@@ -23,8 +23,8 @@ ReplanDialog::ReplanDialog(const ModelSpec& model, const Cluster& calibrated, co
       this);
   intro->setWordWrap(true);
   layout->addWidget(intro);
-  // Both plans priced on the calibrated cluster, so the comparison is like for like.
-  view_ = new PlanCompareView(model, calibrated, current, proposed, this);
+  // Both plans priced with the measured speeds, so the comparison is like for like.
+  view_ = new PlanCompareView(model, current_cluster, current, calibrated, proposed, this);
   layout->addWidget(view_, 1);
   auto* figures = new QLabel(tr("Predicted with measured speeds: %1 → %2 samples/s")
                                  .arg(QLocale().toString(current_samples_per_second, 'f', 1),

@@ -16,8 +16,9 @@ class ReplanDialog : public QDialog {
   Q_OBJECT
 
  public:
-  ReplanDialog(const ModelSpec& model, const Cluster& calibrated, const Plan& current, const Plan& proposed,
-               double current_samples_per_second, double proposed_samples_per_second, QWidget* parent = nullptr);
+  ReplanDialog(const ModelSpec& model, const Cluster& current_cluster, const Plan& current, const Cluster& calibrated,
+               const Plan& proposed, double current_samples_per_second, double proposed_samples_per_second,
+               QWidget* parent = nullptr);
 
   PlanCompareView* view() const { return view_; }
 
