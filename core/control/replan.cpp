@@ -1,6 +1,7 @@
 #include "control/replan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "io/error.h"
@@ -116,11 +117,22 @@ Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<cons
       measured[share.device] += took;
     }
   }
-  v1::Cluster proto = cluster.toProto();
+  // Devices without telemetry move by the measured devices' typical factor (geometric
+  // mean): when the nominal speeds are all off by the same factor, as on an emulated
+  // cluster or with a uniformly optimistic cluster file, they stay comparable.
+  double log_sum = 0;
+  int calibrated = 0;
   for (int d = 0; d < cluster.size(); ++d) {
     if (predicted[d] > 0 && measured[d] > 0) {
-      proto.mutable_devices(d)->set_gflops(cluster.device(d).gflops * predicted[d] / measured[d]);
+      log_sum += std::log(predicted[d] / measured[d]);
+      ++calibrated;
     }
+  }
+  const double typical = calibrated > 0 ? std::exp(log_sum / calibrated) : 1.0;
+  v1::Cluster proto = cluster.toProto();
+  for (int d = 0; d < cluster.size(); ++d) {
+    const double factor = predicted[d] > 0 && measured[d] > 0 ? predicted[d] / measured[d] : typical;
+    proto.mutable_devices(d)->set_gflops(cluster.device(d).gflops * factor);
   }
   return Cluster::fromProto(proto);
 }

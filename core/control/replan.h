@@ -55,9 +55,10 @@ double measuredComputeMs(const v1::IterationReport& report);
 /// where `latest[m]` is the latest IterationReport of member m of `plan` (members in stage
 /// order, then member order, as buildAssignments numbers them) and the prediction is the
 /// cost model's forward + backward time of that member's share for every micro-batch. A
-/// report without compute events (none yet, or a member with no samples) leaves its device
-/// as it was; so do devices outside the plan. Throws Error when `latest` does not have one
-/// report per member.
+/// device without a measurement (no compute events yet, no samples, or outside the plan)
+/// is scaled by the geometric mean of the measured devices' factors, so unmeasured devices
+/// stay comparable with measured ones. Throws Error when `latest` does not have one report
+/// per member.
 Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
 
 /// `cluster` reduced to the devices named in `live` (in the cluster's order), with only the

@@ -154,12 +154,31 @@ TEST(Replan, CalibrationScalesSpeedsByPredictedOverMeasured) {
   const Cluster calibrated = calibrateCluster(plan, cost, latest);
   EXPECT_NEAR(calibrated.device(0).gflops, 5.0, 1e-9);
   EXPECT_NEAR(calibrated.device(1).gflops, 20.0, 1e-9);
-  EXPECT_DOUBLE_EQ(calibrated.device(2).gflops, 10.0);
-  EXPECT_DOUBLE_EQ(calibrated.device(3).gflops, 10.0);
+  // The others move by the geometric mean of 1/2 and 2: not at all.
+  EXPECT_NEAR(calibrated.device(2).gflops, 10.0, 1e-9);
+  EXPECT_NEAR(calibrated.device(3).gflops, 10.0, 1e-9);
   EXPECT_EQ(calibrated.device(1).name, "d1");
 
   latest.pop_back();
   EXPECT_THROW(calibrateCluster(plan, cost, latest), Error);
+}
+
+TEST(Replan, DevicesWithoutTelemetryMoveByTheMeasuredDevicesTypicalFactor) {
+  const ModelSpec model = testing::uniformLinearModel(4, 64);
+  const Cluster cluster = testing::makeCluster({10, 40, 20});
+  const CostModel cost(model, cluster);
+  Plan plan;
+  plan.batch_size = 8;
+  plan.microbatches = 2;
+  plan.stages = {Stage{0, 2, {{0, 4}}}, Stage{2, 4, {{1, 4}}}};
+  // d0 measured 4x and d1 16x slower than their nominal speeds (geometric mean 8x); d2 unused.
+  const auto predicted = [&](int d, int b, int e, int n) { return cost.forwardMs(d, b, e, n) + cost.backwardMs(d, b, e, n); };
+  const double p0 = predicted(0, 0, 2, 4), p1 = predicted(1, 2, 4, 4);
+  const std::vector<v1::IterationReport> latest = {report(2 * p0, 2 * p0, 2), report(8 * p1, 8 * p1, 2)};
+  const Cluster calibrated = calibrateCluster(plan, cost, latest);
+  EXPECT_NEAR(calibrated.device(0).gflops, 10.0 / 4, 1e-9);
+  EXPECT_NEAR(calibrated.device(1).gflops, 40.0 / 16, 1e-9);
+  EXPECT_NEAR(calibrated.device(2).gflops, 20.0 / 8, 1e-9);
 }
 
 TEST(Replan, RestrictClusterKeepsLiveDevicesAndTheirLinks) {
