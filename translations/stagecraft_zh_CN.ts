@@ -2,21 +2,6 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
-    <name>BeaconDiscovery</name>
-</context>
-<context>
-    <name>ChartPlot</name>
-</context>
-<context>
-    <name>CompareModel</name>
-</context>
-<context>
-    <name>DeviceChart</name>
-</context>
-<context>
-    <name>DeviceModel</name>
-</context>
-<context>
     <name>DisplayUnits</name>
     <message>
         <location filename="../app/gui/editor/display_units.cpp" line="43"/>
@@ -48,27 +33,6 @@
         <source>unknown</source>
         <translation>未知</translation>
     </message>
-</context>
-<context>
-    <name>LayerTableModel</name>
-</context>
-<context>
-    <name>LiveCharts</name>
-</context>
-<context>
-    <name>LogModel</name>
-</context>
-<context>
-    <name>LogPanel</name>
-</context>
-<context>
-    <name>LossChart</name>
-</context>
-<context>
-    <name>MainWindow</name>
-</context>
-<context>
-    <name>MemoryBars</name>
 </context>
 <context>
     <name>PartitionEditor</name>
@@ -113,9 +77,6 @@
         <source>%1 ×%2</source>
         <translation>%1 ×%2</translation>
     </message>
-</context>
-<context>
-    <name>PlanCompareView</name>
 </context>
 <context>
     <name>PlanEdits</name>
@@ -224,30 +185,6 @@
         <source>Unknown schedule.</source>
         <translation>未知的调度方式。</translation>
     </message>
-</context>
-<context>
-    <name>PlanSession</name>
-</context>
-<context>
-    <name>PlanSummary</name>
-</context>
-<context>
-    <name>ReplanDialog</name>
-</context>
-<context>
-    <name>StageModel</name>
-</context>
-<context>
-    <name>ThroughputChart</name>
-</context>
-<context>
-    <name>TimelineChart</name>
-</context>
-<context>
-    <name>TrainingController</name>
-</context>
-<context>
-    <name>TrainingPanel</name>
 </context>
 <context>
     <name>main</name>
@@ -1239,7 +1176,7 @@
     <message>
         <location filename="../app/gui/window/main_window_training.cpp" line="88"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="93"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="110"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="111"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -1249,12 +1186,12 @@
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="111"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1360,32 +1297,32 @@
         <translation>%1 — %2 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="50"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="54"/>
         <source>Current plan</source>
         <translation>当前方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="51"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="55"/>
         <source>Proposed plan</source>
         <translation>建议方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="74"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="78"/>
         <source>The current plan is invalid; the proposed plan replaces it.</source>
         <translation>当前方案无效；建议方案将替换它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="75"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="79"/>
         <source>The proposed plan is invalid.</source>
         <translation>建议方案无效。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="77"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="81"/>
         <source>+%1 % samples/s</source>
         <translation>+%1 % 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="77"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="81"/>
         <source>−%1 % samples/s</source>
         <translation>−%1 % 样本/秒</translation>
     </message>
