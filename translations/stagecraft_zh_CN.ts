@@ -189,45 +189,60 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/gui/main.cpp" line="41"/>
+        <location filename="../app/gui/main.cpp" line="43"/>
         <source>Plan, run and watch hybrid-pipeline training on heterogeneous edge devices.</source>
         <translation>在异构边缘设备上规划、运行并监视混合流水线训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="46"/>
+        <location filename="../app/gui/main.cpp" line="48"/>
         <source>Open the cluster &lt;file&gt; (or a shipped cluster&apos;s name).</source>
         <translation>打开集群 &lt;文件&gt;（或内置集群的名称）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="47"/>
-        <location filename="../app/gui/main.cpp" line="50"/>
+        <location filename="../app/gui/main.cpp" line="49"/>
+        <location filename="../app/gui/main.cpp" line="52"/>
         <source>file</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="49"/>
+        <location filename="../app/gui/main.cpp" line="51"/>
         <source>Open the plan &lt;file&gt;.</source>
         <translation>打开方案 &lt;文件&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="52"/>
+        <location filename="../app/gui/main.cpp" line="54"/>
         <source>Select the model &lt;name&gt; from the zoo.</source>
         <translation>从模型库中选择模型 &lt;名称&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="53"/>
+        <location filename="../app/gui/main.cpp" line="55"/>
         <source>name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="55"/>
+        <location filename="../app/gui/main.cpp" line="57"/>
         <source>User interface language, e.g. zh_CN.</source>
         <translation>界面语言，例如 zh_CN。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="56"/>
+        <location filename="../app/gui/main.cpp" line="58"/>
         <source>locale</source>
         <translation>区域设置</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="61"/>
+        <source>Listen for worker beacons on UDP &lt;port&gt; (default %1).</source>
+        <translation>在 UDP &lt;端口&gt; 上监听工作节点信标（默认 %1）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="63"/>
+        <source>port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="69"/>
+        <source>--beacon-port takes a port between 1 and 65535.</source>
+        <translation>--beacon-port 需要 1 到 65535 之间的端口号。</translation>
     </message>
 </context>
 <context>
@@ -715,6 +730,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="131"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="108"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -755,7 +771,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="244"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="90"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -1067,7 +1083,7 @@
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="398"/>
         <location filename="../app/gui/window/main_window.cpp" line="501"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="60"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="61"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1157,41 +1173,46 @@
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="54"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="55"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="61"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="62"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="88"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="93"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="111"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="77"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="99"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="93"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="109"/>
+        <source>Cannot listen for worker beacons on UDP port %1: %2</source>
+        <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="131"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>

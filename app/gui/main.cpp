@@ -1,11 +1,13 @@
 // stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME,
-// --lang LOCALE (e.g. zh_CN; default: the system's).
+// --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QLibraryInfo>
 #include <QLocale>
 #include <QTranslator>
+#include <cstdio>
 
+#include "control/discovery.h"
 #include "window/main_window.h"
 
 int main(int argc, char* argv[]) {
@@ -54,11 +56,23 @@ int main(int argc, char* argv[]) {
   const QCommandLineOption lang_option(QStringLiteral("lang"),
                                        QApplication::translate("main", "User interface language, e.g. zh_CN."),
                                        QApplication::translate("main", "locale"));
-  parser.addOptions({cluster_option, plan_option, model_option, lang_option});
+  const QCommandLineOption beacon_option(
+      QStringLiteral("beacon-port"),
+      QApplication::translate("main", "Listen for worker beacons on UDP <port> (default %1).")
+          .arg(stagecraft::control::kDefaultBeaconPort),
+      QApplication::translate("main", "port"), QString::number(stagecraft::control::kDefaultBeaconPort));
+  parser.addOptions({cluster_option, plan_option, model_option, lang_option, beacon_option});
   parser.process(app);
+  bool port_ok = false;
+  const uint beacon_port = parser.value(beacon_option).toUInt(&port_ok);
+  if (!port_ok || beacon_port == 0 || beacon_port > 65535) {
+    std::fprintf(stderr, "%s\n", qPrintable(QApplication::translate("main", "--beacon-port takes a port between 1 and 65535.")));
+    return 2;
+  }
 
   stagecraft::gui::MainWindow window;
   window.show();
+  window.startDiscovery(static_cast<quint16>(beacon_port));
   window.openStartup(parser.value(cluster_option), parser.value(model_option), parser.value(plan_option));
   return QApplication::exec();
 }

@@ -10,6 +10,12 @@
 
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
+#include "live/chart_feed.h"
+#include "live/device_chart.h"
+#include "live/live_charts.h"
+#include "live/loss_chart.h"
+#include "live/throughput_chart.h"
+#include "live/timeline_chart.h"
 #include "live/training_controller.h"
 #include "model/zoo.h"
 #include "planner/planner.h"
@@ -69,6 +75,9 @@ class ControllerIntegrationTest : public QObject {
     }
 
     TrainingController controller;
+    // The charts as the main window feeds them.
+    stagecraft::gui::LiveCharts charts;
+    stagecraft::gui::ChartFeed feed(&controller, &charts);
     QSignalSpy started(&controller, &TrainingController::localClusterStarted);
     QSignalSpy stopped(&controller, &TrainingController::localClusterStopped);
     QSignalSpy steps(&controller, &TrainingController::stepCompleted);
@@ -164,6 +173,16 @@ class ControllerIntegrationTest : public QObject {
       QVERIFY(steps.at(i).at(2).toDouble() > 0);
       QVERIFY(steps.at(i).at(3).toDouble() > 0);
     }
+
+    // The charts' series got a point per step, and the last step's measured pipeline.
+    charts.flushReplots();
+    QCOMPARE(charts.throughputChart()->measuredPointCount(), kFirst + kSecond + kThird);
+    QCOMPARE(charts.throughputChart()->predictedPointCount(), kFirst + kSecond + kThird);
+    QCOMPARE(charts.lossChart()->pointCount(), kFirst + kSecond + kThird);
+    QVERIFY(charts.timelineChart()->measured());
+    QVERIFY(charts.timelineChart()->blockCount() > 0);
+    QCOMPARE(charts.deviceChart()->deviceNames(), feed.devices());
+    QCOMPARE(feed.devices().size(), 4);
 
     // Down.
     QVERIFY(controller.stopLocalCluster());

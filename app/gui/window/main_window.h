@@ -1,9 +1,7 @@
 #pragma once
 
-#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QStringList>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -22,6 +20,7 @@ class QTableView;
 namespace stagecraft::gui {
 
 class BeaconDiscovery;
+class ChartFeed;
 class CompareModel;
 class DeviceModel;
 class LayerTableModel;
@@ -50,6 +49,9 @@ class MainWindow : public QMainWindow {
   /// What the command line asked for; empty strings fall back to the last session's
   /// files (QSettings) and then to the shipped defaults.
   void openStartup(const QString& cluster, const QString& model, const QString& plan);
+
+  /// Lists workers announcing themselves on UDP `port` (their --beacon-port).
+  void startDiscovery(quint16 port);
 
   PlanSession* session() const { return session_; }
   TrainingController* controller() const { return controller_; }
@@ -82,8 +84,6 @@ class MainWindow : public QMainWindow {
 
   /// The session's cluster with the device list's worker addresses.
   Cluster clusterWithAddresses() const;
-  void prepareChartsForDeployment();
-  void pushMeasuredTimeline();
   void showPredictedTimeline();
 
   void addRecent(const QString& key, const QString& path);
@@ -96,6 +96,7 @@ class MainWindow : public QMainWindow {
   PlanSession* session_ = nullptr;
   TrainingController* controller_ = nullptr;
   BeaconDiscovery* discovery_ = nullptr;
+  ChartFeed* chart_feed_ = nullptr;  ///< controller -> live charts
 
   // Item models.
   DeviceModel* devices_ = nullptr;
@@ -144,10 +145,6 @@ class MainWindow : public QMainWindow {
   QString plan_path_;
   QString pending_model_;  ///< the model to open with the first cluster
 
-  // Live charts: device order of the deployment, each device's last reported iteration.
-  QStringList chart_devices_;
-  std::map<QString, std::vector<TimelineEvent>> last_timelines_;
-  QElapsedTimer run_clock_;
   std::optional<Cluster> pending_replan_cluster_;
 };
 

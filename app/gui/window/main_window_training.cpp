@@ -10,6 +10,7 @@
 #include "editor/plan_session.h"
 #include "editor/display_units.h"
 #include "live/beacon_discovery.h"
+#include "live/chart_feed.h"
 #include "live/live_charts.h"
 #include "live/training_controller.h"
 #include "models/device_model.h"
@@ -41,10 +42,10 @@ bool settledState(TrainingState state) {
 }  // namespace
 
 void MainWindow::connectController() {
+  chart_feed_ = new ChartFeed(controller_, charts_, this);
   connect(controller_, &TrainingController::stateChanged, this, [this](TrainingState state) {
     state_label_->setText(TrainingController::stateText(state));
     if (settledState(state)) progress_->setVisible(false);
-    if (state == TrainingState::Deployed) prepareChartsForDeployment();
     updateActions();
   });
   connect(controller_, &TrainingController::progress, this, [this](const QString& text, int done, int total) {
@@ -61,24 +62,12 @@ void MainWindow::connectController() {
                  tr("%n local worker(s) run on this machine.", nullptr, cluster.size()));
   });
   connect(controller_, &TrainingController::stepCompleted, this,
-          [this](qint64 step, double loss, double measured, double predicted, double seconds) {
-            charts_->addStep(step, seconds, measured, predicted, loss);
-            pushMeasuredTimeline();
+          [this](qint64 step, double loss, double measured, double /*predicted*/, double /*seconds*/) {
             statusBar()->showMessage(tr("Step %1 of %2: loss %3, %4 samples/s")
                                          .arg(step)
                                          .arg(controller_->targetStep())
                                          .arg(loss, 0, 'f', 4)
                                          .arg(measured, 0, 'f', 1));
-          });
-  connect(controller_, &TrainingController::iterationReported, this,
-          [this](const QString& device, double busy, double memory_mb, const std::vector<TimelineEvent>& timeline) {
-            const int index = chart_devices_.indexOf(device);
-            if (index < 0) return;
-            const auto cluster = controller_->deployedCluster();
-            const double limit = cluster ? cluster->device(index).memory_mb : 0;
-            charts_->addDeviceSample(index, run_clock_.isValid() ? run_clock_.elapsed() / 1000.0 : 0, busy, memory_mb,
-                                     limit);
-            last_timelines_[device] = timeline;
           });
   connect(controller_, &TrainingController::logMessage, this,
           [this](const QString& source, QtMsgType level, const QString& text) {
@@ -107,13 +96,18 @@ void MainWindow::connectController() {
       session_->setDocument(session_->model(), *pending_replan_cluster_, plan);
       pending_replan_cluster_.reset();
     }
-    prepareChartsForDeployment();
     log_->append(tr("coordinator"), LogModel::Level::Info,
                  tr("The new plan runs from step %1 with the weights carried over.").arg(step + 1));
   });
 
-  discovery_->start();
   devices_->setMonitoring(true);
+}
+
+void MainWindow::startDiscovery(quint16 port) {
+  if (!discovery_->start(port)) {
+    log_->append(tr("discovery"), LogModel::Level::Warning,
+                 tr("Cannot listen for worker beacons on UDP port %1: %2").arg(port).arg(discovery_->errorString()));
+  }
 }
 
 void MainWindow::startLocalCluster() {
@@ -142,41 +136,12 @@ void MainWindow::deploy() {
   controller_->deploy(session_->plan(), session_->model(), clusterWithAddresses(), training_->trainingOptions());
 }
 
-void MainWindow::startTraining() {
-  if (controller_->state() == TrainingState::Deployed && controller_->currentStep() == 0) run_clock_.start();
-  if (!run_clock_.isValid()) run_clock_.start();
-  controller_->start(training_->steps());
-}
+void MainWindow::startTraining() { controller_->start(training_->steps()); }
 
 void MainWindow::stopTraining() { controller_->stop(); }
 
 void MainWindow::replanNow() {
   controller_->proposeReplan(training_->planner(), training_->request(), devices_->liveDevices());
-}
-
-void MainWindow::prepareChartsForDeployment() {
-  const auto cluster = controller_->deployedCluster();
-  if (!cluster) return;
-  chart_devices_.clear();
-  QList<QColor> colors;
-  for (const Device& device : cluster->devices()) {
-    chart_devices_ << QString::fromStdString(device.name);
-    colors << tierColor(device.tier);
-  }
-  charts_->setDevices(chart_devices_, colors);
-  last_timelines_.clear();
-}
-
-void MainWindow::pushMeasuredTimeline() {
-  std::vector<TimelineEvent> events;
-  double iteration_ms = 0;
-  for (const auto& [device, timeline] : last_timelines_) {
-    for (const TimelineEvent& e : timeline) {
-      events.push_back(e);
-      iteration_ms = std::max(iteration_ms, e.end_ms);
-    }
-  }
-  if (!events.empty()) charts_->setTimeline(events, iteration_ms, true);
 }
 
 void MainWindow::showPredictedTimeline() {
