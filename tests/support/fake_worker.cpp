@@ -231,6 +231,7 @@ FakeWorkerServer::FakeWorkerServer(FakeWorkerScript script, int port)
     : worker_(std::make_unique<FakeWorker>(std::move(script))) {
   grpc::ServerBuilder builder;
   int selected = 0;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // no other process may share the port
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
   builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);
   builder.SetMaxSendMessageSize(512 * 1024 * 1024);

@@ -107,7 +107,9 @@ TEST(RuntimeService, ProfileUnderACpuQuotaReportsTheSustainedSpeed) {
     fast_ms = profiledMs(fast, 1);
     slow_ms = profiledMs(slow, 1);
   }
-  EXPECT_GT(slow_ms, 2.5 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
+  // 4x when the whole-core worker gets its core; less when other tests share the machine.
+  // Burst timings, the bug this pins, came out at or below 1x.
+  EXPECT_GT(slow_ms, 1.5 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
   EXPECT_LT(slow_ms, 6.0 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
 }
 

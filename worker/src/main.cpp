@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     int port = 0;
+    // One worker per port: with gRPC's default SO_REUSEPORT a second process could bind the
+    // same port and silently take half of the connections.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
     builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
     builder.SetMaxSendMessageSize(kMaxMessageBytes);
