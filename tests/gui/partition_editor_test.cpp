@@ -21,6 +21,18 @@ using namespace stagecraft::gui::testing;
 
 namespace {
 
+/// vgg11 on the shipped jetson-edge cluster, drawn 960 wide and `height` tall (0: the
+/// editor's preferred height).
+struct EditedPlan {
+  explicit EditedPlan(int height = 0) {
+    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
+    editor.setSession(&session);
+    editor.resize(960, height > 0 ? height : editor.heightForWidth(960));
+  }
+  PlanSession session;
+  PartitionEditor editor;
+};
+
 void moveWithLeftButton(QWidget* w, QPoint pos) {
   QMouseEvent move(QEvent::MouseMove, QPointF(pos), QPointF(w->mapToGlobal(pos)), Qt::NoButton, Qt::LeftButton,
                    Qt::NoModifier);
@@ -49,11 +61,8 @@ class PartitionEditorTest : public QObject {
 
  private Q_SLOTS:
   void drawsOneLanePerStageAsAStaircase() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
-    editor.resize(960, editor.heightForWidth(960));
+    EditedPlan fixture;
+    auto& [session, editor] = fixture;
     QVERIFY(session.plan().stageCount() >= 2);
     for (int s = 0; s + 1 < session.plan().stageCount(); ++s) {
       QVERIFY(editor.laneRect(s).bottom() < editor.laneRect(s + 1).top());
@@ -76,11 +85,8 @@ class PartitionEditorTest : public QObject {
   }
 
   void draggingABoundaryHandleMovesTheCutInOneUndoStep() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
-    editor.resize(960, editor.heightForWidth(960));
+    EditedPlan fixture;
+    auto& [session, editor] = fixture;
     const int before = session.plan().stages[0].layer_end;
     const double sps = session.evaluation().samples_per_second;
     const QPoint from = editor.boundaryHandleRect(0).center();
@@ -97,11 +103,8 @@ class PartitionEditorTest : public QObject {
   }
 
   void draggingADeviceChipOntoAnotherLaneMovesIt() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
-    editor.resize(960, 800);
+    EditedPlan fixture(800);
+    auto& [session, editor] = fixture;
     // A device from the tray (or a shared stage) goes to stage 0, then on to stage 1.
     const auto stage_of = session.plan().stageOfDevice(session.cluster().size());
     QString device;
@@ -123,11 +126,8 @@ class PartitionEditorTest : public QObject {
   }
 
   void draggingALayerOntoTheNeighbourLaneMovesIt() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
-    editor.resize(960, 800);
+    EditedPlan fixture(800);
+    auto& [session, editor] = fixture;
     const int first = session.plan().stages[1].layer_begin;
     QVERIFY(session.plan().stages[1].layer_end - first >= 2);
     drag(&editor, editor.layerRect(first).center(), editor.laneRect(0).center());
@@ -155,11 +155,8 @@ class PartitionEditorTest : public QObject {
   }
 
   void devicesDroppedFromAnotherViewJoinTheLane() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
-    editor.resize(960, 800);
+    EditedPlan fixture(800);
+    auto& [session, editor] = fixture;
     const auto stage_of = session.plan().stageOfDevice(session.cluster().size());
     int unused = -1;
     for (int d = 0; d < session.cluster().size(); ++d) {
@@ -199,12 +196,9 @@ class PartitionEditorTest : public QObject {
   }
 
   void readOnlyIgnoresDrags() {
-    PlanSession session;
-    session.setDocument(zoo("vgg11"), shippedCluster("jetson-edge"));
-    PartitionEditor editor;
-    editor.setSession(&session);
+    EditedPlan fixture(800);
+    auto& [session, editor] = fixture;
     editor.setReadOnly(true);
-    editor.resize(960, 800);
     const QPoint from = editor.boundaryHandleRect(0).center();
     drag(&editor, from, from + QPoint(120, 0));
     QCOMPARE(session.undoStack()->count(), 0);
