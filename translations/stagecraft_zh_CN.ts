@@ -1716,57 +1716,67 @@
         <translation>All-Reduce</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="87"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="85"/>
+        <source>Optimizer step</source>
+        <translation>优化器更新</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="89"/>
         <source>Unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="132"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="134"/>
         <source>Device %1</source>
         <translation>设备 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="137"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="139"/>
         <source>Pipeline Timeline (no data yet)</source>
         <translation>流水线时间线（暂无数据）</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="139"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
         <source>Measured Iteration: %1 ms</source>
         <translation>实测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="143"/>
         <source>Predicted Iteration: %1 ms</source>
         <translation>预测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="158"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="160"/>
         <source>%1 %</source>
         <translation>%1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="187"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="189"/>
         <source>Send micro-batch %1 to %2</source>
         <translation>将微批次 %1 发送到 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="190"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="192"/>
         <source>Receive micro-batch %1 from %2</source>
         <translation>从 %2 接收微批次 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="193"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="195"/>
         <source>All-reduce of the stage&apos;s gradients</source>
         <translation>该阶段梯度的 All-Reduce</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="196"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="198"/>
+        <source>Optimizer step of the stage&apos;s weights</source>
+        <translation>该阶段权重的优化器更新</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="201"/>
         <source>%1 of micro-batch %2</source>
         <translation>微批次 %2 的%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="199"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="204"/>
         <source>%1
 %2
 %3 – %4 ms (%5 ms)</source>

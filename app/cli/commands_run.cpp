@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "arguments.h"
@@ -13,12 +14,14 @@
 #include "commands.h"
 #include "control/coordinator.h"
 #include "control/local_cluster.h"
+#include "control/timeline_events.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "live_cluster.h"
 #include "model/zoo.h"
 #include "plan/plan_io.h"
 #include "plan/validation.h"
+#include "sim/sim_report.h"
 #include "sim/simulator.h"
 #include "stagecraft/v1/report.pb.h"
 
@@ -135,6 +138,30 @@ double measuredSamplesPerSecond(const std::vector<control::StepResult>& steps, i
   return ms > 0 ? batch * 1000.0 * static_cast<double>(steps.size() - first) / ms : 0;
 }
 
+/// The predicted iteration (processes 0..) and then every measured step (processes
+/// 1000..), laid one after another from the predicted iteration's end. Each member's
+/// events count from its own start of the step, and a step lasts its slowest member's time.
+void writeTimeline(const std::string& path, const SimulationResult& predicted, const control::TrainingResult& result,
+                   const std::map<std::int64_t, std::vector<TimelineEvent>>& measured, const Cluster& cluster) {
+  constexpr int kMeasuredPids = 1000;
+  v1::ChromeTrace trace;
+  appendChromeTrace(trace, predicted.timeline, cluster, 0, " (predicted)");
+  std::vector<TimelineEvent> steps;
+  double offset = predicted.iteration_ms;
+  for (const auto& s : result.steps) {
+    if (const auto it = measured.find(s.step); it != measured.end()) {
+      for (TimelineEvent e : it->second) {
+        e.start_ms += offset;
+        e.end_ms += offset;
+        steps.push_back(e);
+      }
+    }
+    offset += s.iteration_ms;
+  }
+  appendChromeTrace(trace, steps, cluster, kMeasuredPids, " (measured)");
+  io::writeJsonFile(path, trace);
+}
+
 }  // namespace
 
 int runRun(std::span<const std::string> args) {
@@ -160,6 +187,9 @@ int runRun(std::span<const std::string> args) {
       .flag("local", "start local workers for this run (see `cluster up`) and stop them afterwards")
       .option("worker-binary", "PATH", "the stagecraft-worker --local starts")
       .option("step-timeout", "SECONDS", "give up on a worker that reports nothing for this long", "120")
+      .option("timeline", "FILE",
+              "write every step's measured timeline after the predicted one as a Chrome trace (open in "
+              "ui.perfetto.dev)")
       .flag("json", "print a stagecraft.v1.RunReport as JSON at the end")
       .epilog(
           "Progress goes to stderr. Exit status 1 when a worker fails or cannot be reached (the reason\n"
@@ -301,12 +331,21 @@ int runRun(std::span<const std::string> args) {
     return kExitInternal;
   }
   control::TrainingResult result;
+  std::map<std::int64_t, std::vector<TimelineEvent>> measured;  // per step, every member's events
   {
     ProgressPrinter progress(steps);
     control::TrainingCallbacks callbacks;
     callbacks.on_step = [&](const control::StepResult& s) { progress.step(s); };
+    if (parsed.has("timeline")) {
+      callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
+        auto events = control::timelineEvents(r, coordinator.memberDevice(member), cluster);
+        auto& step = measured[r.step()];
+        step.insert(step.end(), events.begin(), events.end());
+      };
+    }
     result = coordinator.train(steps, callbacks, &g_interrupted);
   }
+  if (parsed.has("timeline")) writeTimeline(parsed.value("timeline"), predicted, result, measured, cluster);
   if (result.cancelled) {
     printFailure("interrupted after step " + std::to_string(result.steps.empty() ? 0 : result.steps.back().step) +
                  " of " + std::to_string(steps) + "; the workers were stopped");
@@ -346,6 +385,10 @@ int runRun(std::span<const std::string> args) {
             << "  measured " << fixed(report.samples_per_second(), 1) << " samples/s, predicted "
             << fixed(report.predicted_samples_per_second(), 1) << " samples/s (" << percent(ratio)
             << " of predicted)\n";
+  if (parsed.has("timeline")) {
+    std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")
+              << " (open it in https://ui.perfetto.dev)\n";
+  }
   return kExitOk;
 }
 

@@ -6,7 +6,7 @@ namespace stagecraft::control {
 
 EventKind parseEventKind(std::string_view text) {
   constexpr std::array kKinds = {EventKind::Forward, EventKind::Backward, EventKind::Send, EventKind::Receive,
-                                 EventKind::AllReduce};
+                                 EventKind::AllReduce, EventKind::Update};
   for (EventKind kind : kKinds) {
     if (eventKindName(kind) == text) return kind;
   }

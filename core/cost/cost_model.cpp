@@ -76,6 +76,17 @@ void CostModel::setProfiles(const v1::ProfileSet& profiles) {
       p.bwd.push_back(std::move(bwd));
     }
     if (p.batches.empty()) throw Error("profile of '" + dp.device() + "': no batch sizes");
+    const auto& update = optimizer_ == Optimizer::Adam ? dp.adam_update_ms() : dp.sgd_update_ms();
+    if (!update.empty()) {
+      if (update.size() != model_->layerCount()) {
+        throw Error("profile of '" + dp.device() + "': " + std::to_string(update.size()) +
+                    " layers' optimizer steps timed, the model has " + std::to_string(model_->layerCount()));
+      }
+      p.update.assign(1, 0.0);
+      for (double ms : update) p.update.push_back(p.update.back() + std::max(0.0, ms));
+    }
+    p.copy_ms_per_mb = std::max(0.0, dp.copy_ms_per_mb());
+    p.allreduce_ms_per_mb = std::max(0.0, dp.allreduce_ms_per_mb());
     profiles_[*d] = std::move(p);
   }
 }
@@ -109,6 +120,18 @@ double CostModel::backwardMs(int d, int begin, int end, int samples) const {
   return samples * model_->backwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6);
 }
 
+double CostModel::updateMs(int d, int begin, int end) const {
+  if (begin >= end || !profiles_[d] || profiles_[d]->update.empty()) return 0;
+  return profiles_[d]->update[end] - profiles_[d]->update[begin];
+}
+
+double CostModel::allReduceCpuMs(int d, int group_size, double bytes) const {
+  if (group_size <= 1 || bytes <= 0 || !profiles_[d]) return 0;
+  const double g = group_size;
+  const Profile& p = *profiles_[d];
+  return bytes / kBytesPerMb * (2.0 * p.copy_ms_per_mb + 2.0 * (g - 1) / g * p.allreduce_ms_per_mb);
+}
+
 double CostModel::transferMs(int a, int b, double bytes) const {
   if (a == b || bytes <= 0) return 0;
   return cluster_->latencyMs(a, b) + bytes * 8.0 / (cluster_->bandwidthMbps(a, b) * 1e3);
@@ -129,7 +152,9 @@ double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
     latency = std::max(latency, cluster_->latencyMs(a, b));
   }
   const double steps = 2.0 * (g - 1);
-  return steps / g * bytes * 8.0 / (bandwidth * 1e3) + steps * latency;
+  double cpu = 0;
+  for (int d : group) cpu = std::max(cpu, allReduceCpuMs(d, static_cast<int>(g), bytes));
+  return std::max(steps / g * bytes * 8.0 / (bandwidth * 1e3) + steps * latency, cpu);
 }
 
 double CostModel::stateBytes(int begin, int end) const {
@@ -202,6 +227,7 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
     for (const auto& m : st.members) {
       t.forward_ms = std::max(t.forward_ms, cost.forwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
       t.backward_ms = std::max(t.backward_ms, cost.backwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
+      t.update_ms = std::max(t.update_ms, cost.updateMs(m.device, st.layer_begin, st.layer_end));
       const double bytes = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s));
       e.memory_bytes[m.device] = bytes;
       if (bytes > cost.memoryLimitBytes(m.device)) e.fits = false;
@@ -248,11 +274,11 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
     e.bottleneck_ms = period;
   }
   // Stage s finishes its last backward earlier than stage 0 by the gradient's trip down,
-  // which hides that much of its all-reduce.
+  // which hides that much of its all-reduce and optimizer step.
   double tail = 0, slack = 0;
   for (int s = 0; s < S; ++s) {
     slack += e.stages[s].send_gradient_ms;
-    tail = std::max(tail, e.stages[s].allreduce_ms - slack);
+    tail = std::max(tail, e.stages[s].allreduce_ms + e.stages[s].update_ms - slack);
     slack += e.stages[s].backward_ms;
   }
   e.iteration_ms = pipeline + tail;

@@ -47,6 +47,16 @@ class CostModel {
   /// Milliseconds for device `d` to run layers [begin, end) on `samples` samples.
   double forwardMs(int d, int begin, int end, int samples) const;
   double backwardMs(int d, int begin, int end, int samples) const;
+  /// Milliseconds for device `d` to apply one optimizer step (the cost model's optimizer)
+  /// to the parameters of layers [begin, end), as its profile timed it; 0 without one (the
+  /// step is bound by memory traffic, which FLOPs / gflops cannot tell).
+  double updateMs(int d, int begin, int end) const;
+  /// Milliseconds of CPU device `d` spends on its part of an all-reduce of `bytes` in a
+  /// group of `group_size`: copying the gradients into and out of one flat buffer (two
+  /// copies at the profile's copy speed) and the ring, which sends, receives and adds
+  /// 2(g-1)/g of them where a member of a pair handles 1 (the profile's allreduce_ms_per_mb
+  /// times 2(g-1)/g). 0 without a profile.
+  double allReduceCpuMs(int d, int group_size, double bytes) const;
 
   /// latency + bytes / bandwidth of the link a -> b; 0 when a == b or bytes == 0.
   double transferMs(int a, int b, double bytes) const;
@@ -55,7 +65,8 @@ class CostModel {
   double wireMs(int a, int b, double bytes) const;
 
   /// Ring all-reduce of `bytes` over `group`: 2(g-1)/g * bytes over the slowest ring
-  /// link, plus 2(g-1) latencies; 0 for a group of one.
+  /// link, plus 2(g-1) latencies, or the slowest member's CPU work (allReduceCpuMs) when
+  /// that takes longer; 0 for a group of one.
   double allReduceMs(std::span<const int> group, double bytes) const;
 
   /// Weights + gradients + optimizer state (1x momentum for SGD, 2x for Adam) of
@@ -88,6 +99,9 @@ class CostModel {
   struct Profile {
     std::vector<int> batches;                    // ascending micro-batch sizes
     std::vector<std::vector<double>> fwd, bwd;   // per batch: prefix sums over layers, ms
+    std::vector<double> update;                  // prefix sums over layers, ms; empty: not timed
+    double copy_ms_per_mb = 0;                   // 0: not timed
+    double allreduce_ms_per_mb = 0;              // one member of a pair; 0: not timed
   };
   const ModelSpec* model_;
   const Cluster* cluster_;
@@ -105,11 +119,13 @@ struct StageTiming {
   double activation_wire_ms = 0;  ///< how long the activation occupies its link
   double gradient_wire_ms = 0;    ///< how long the gradient occupies its link
   double allreduce_ms = 0;        ///< once per iteration
+  double update_ms = 0;           ///< the optimizer step, once per iteration (slowest member)
 };
 
 /// The closed-form estimate of one training iteration of a plan: fill + drain of the
-/// pipeline plus (M - 1) periods of its bottleneck, plus the all-reduce that does not
-/// overlap the drain. Planners optimise this; the simulator checks it event by event.
+/// pipeline plus (M - 1) periods of its bottleneck, plus the all-reduce and optimizer
+/// step that do not overlap the drain. Planners optimise this; the simulator checks it
+/// event by event.
 struct PlanEstimate {
   bool fits = true;                    ///< every member within its memory limit
   double iteration_ms = 0;

@@ -27,6 +27,7 @@ std::string traceName(const TimelineEvent& e, const Cluster& cluster) {
     case EventKind::Send: return "send mb" + mb + " -> " + peer();
     case EventKind::Receive: return "recv mb" + mb + " <- " + peer();
     case EventKind::AllReduce: return "allreduce";
+    case EventKind::Update: return "update";
     case EventKind::Invalid: break;
   }
   return "invalid";
@@ -84,34 +85,39 @@ v1::SimulationReport toSimulationReport(const SimulationResult& result, const Pl
   return r;
 }
 
-v1::ChromeTrace toChromeTrace(const SimulationResult& result, const Cluster& cluster) {
-  v1::ChromeTrace trace;
+void appendChromeTrace(v1::ChromeTrace& trace, std::span<const TimelineEvent> events, const Cluster& cluster,
+                       int pid_base, std::string_view suffix) {
   trace.set_displaytimeunit("ms");
   // Metadata first so viewers name each process and thread before its first slice.
   std::vector<std::vector<bool>> tracks(cluster.size(), std::vector<bool>(kTrackCount, false));
-  for (const auto& e : result.timeline) tracks[e.device][trackOf(e.kind)] = true;
+  for (const auto& e : events) tracks[e.device][trackOf(e.kind)] = true;
   for (int d = 0; d < cluster.size(); ++d) {
     bool used = false;
     for (int t = 0; t < kTrackCount; ++t) used = used || tracks[d][t];
     if (!used) continue;
-    metadata(trace, "process_name", d, 0, cluster.device(d).name);
+    metadata(trace, "process_name", pid_base + d, 0, cluster.device(d).name + std::string(suffix));
     for (int t = 0; t < kTrackCount; ++t) {
-      if (tracks[d][t]) metadata(trace, "thread_name", d, t, kTrackNames[t]);
+      if (tracks[d][t]) metadata(trace, "thread_name", pid_base + d, t, kTrackNames[t]);
     }
   }
-  for (const auto& e : result.timeline) {
+  for (const auto& e : events) {
     auto* x = trace.add_traceevents();
     x->set_name(traceName(e, cluster));
     x->set_cat(std::string(eventKindName(e.kind)));
     x->set_ph("X");
     x->set_ts(e.start_ms * kMicrosPerMs);
     x->set_dur((e.end_ms - e.start_ms) * kMicrosPerMs);
-    x->set_pid(e.device);
+    x->set_pid(pid_base + e.device);
     x->set_tid(trackOf(e.kind));
     auto& args = *x->mutable_args();
     args["micro_batch"] = std::to_string(e.micro_batch);
     if (e.peer >= 0) args["peer"] = cluster.device(e.peer).name;
   }
+}
+
+v1::ChromeTrace toChromeTrace(const SimulationResult& result, const Cluster& cluster) {
+  v1::ChromeTrace trace;
+  appendChromeTrace(trace, result.timeline, cluster);
   return trace;
 }
 

@@ -285,15 +285,22 @@ class PipelineSimulation {
     markDevice(r.to);
   }
 
-  // Nothing waits on the all-reduce, so it needs no completion event; it does not
-  // contend with pipeline transfers for links (the cost model prices it on its own).
+  // Nothing in this iteration waits on the all-reduce or the optimizer step, so they need
+  // no completion events; the all-reduce does not contend with pipeline transfers for
+  // links (the cost model prices it on its own).
   void allReduce(int s, double now) {
     const Stage& st = plan_.stages[s];
-    if (st.members.size() <= 1) return;
     const auto group = st.devices();
-    const double bytes = cost_.model().parameters(st.layer_begin, st.layer_end) * 4.0;
-    const double end = now + cost_.allReduceMs(group, bytes);
-    for (int d : group) timeline_.push_back({d, -1, EventKind::AllReduce, -1, now, end});
+    double end = now;
+    if (st.members.size() > 1) {
+      const double bytes = cost_.model().parameters(st.layer_begin, st.layer_end) * 4.0;
+      end = now + cost_.allReduceMs(group, bytes);
+      for (int d : group) timeline_.push_back({d, -1, EventKind::AllReduce, -1, now, end});
+    }
+    for (int d : group) {
+      const double update = cost_.updateMs(d, st.layer_begin, st.layer_end);
+      if (update > 0) timeline_.push_back({d, -1, EventKind::Update, -1, end, end + update});
+    }
   }
 
   SimulationResult finish() {
@@ -346,6 +353,7 @@ std::string_view eventKindName(EventKind kind) {
     case EventKind::Send: return "send";
     case EventKind::Receive: return "receive";
     case EventKind::AllReduce: return "allreduce";
+    case EventKind::Update: return "update";
     case EventKind::Invalid: break;
   }
   return "invalid";

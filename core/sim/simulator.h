@@ -8,15 +8,15 @@
 
 namespace stagecraft {
 
-enum class EventKind { Invalid = 0, Forward, Backward, Send, Receive, AllReduce };
+enum class EventKind { Invalid = 0, Forward, Backward, Send, Receive, AllReduce, Update };
 
-std::string_view eventKindName(EventKind kind);  ///< forward, backward, send, receive, allreduce
+std::string_view eventKindName(EventKind kind);  ///< forward, backward, send, receive, allreduce, update
 
 /// One interval of a device's timeline. Sends and receives come in pairs with the same
 /// times: the sender's Send and the receiver's Receive of one transfer.
 struct TimelineEvent {
   int device = -1;
-  int micro_batch = -1;  ///< -1 for the all-reduce
+  int micro_batch = -1;  ///< -1 for the all-reduce and the update
   EventKind kind = EventKind::Invalid;
   int peer = -1;         ///< the other device of a send or receive
   double start_ms = 0;
@@ -46,7 +46,8 @@ std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, i
 /// Executes one training iteration of a valid plan event by event: every device
 /// computes its share of each micro-batch in the schedule's order (1F1B or GPipe), every
 /// directed link carries one transfer at a time, each stage group all-reduces its
-/// gradients once its last backward is done.
+/// gradients once its last backward is done, and then every member applies its optimizer
+/// step (CostModel::updateMs).
 ///
 /// 1F1B: stage s warms up with min(S - s - 1, M) forwards, alternates, then drains.
 /// GPipe: all forwards, then the backwards in reverse micro-batch order (as GPipe and

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -210,8 +212,9 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   // The existing --profile flag of plan reads it.
   EXPECT_EQ(run({"plan", "--cluster", cluster, "--model", "mlp", "--profile", profiles.string()}).exit_code, 0);
 
+  const fs::path timeline = dir_ / "timeline.json";
   const CapturedRun train = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "6", "--batch", "16",
-                               "--microbatches", "4", "--json"});
+                               "--microbatches", "4", "--timeline", timeline.string(), "--json"});
   ASSERT_EQ(train.exit_code, 0) << train.err;
   v1::RunReport result;
   io::parseJson(train.out, result, "run --json");
@@ -229,6 +232,24 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   }
   // Progress went to stderr, a line per step when it is not a terminal.
   EXPECT_TRUE(contains(train.err, "step 6/6")) << train.err;
+  // The trace: the predicted iteration, then each worker's forward block of every step,
+  // the steps one after another.
+  v1::ChromeTrace trace;
+  io::readJsonFile(timeline.string(), trace);
+  std::set<std::string> processes;
+  std::map<std::string, std::vector<double>> measured_starts;  // per worker
+  for (const auto& e : trace.traceevents()) {
+    if (e.ph() == "M" && e.name() == "process_name") processes.insert(e.args().at("name"));
+    if (e.ph() == "X" && e.pid() >= 1000) measured_starts[std::to_string(e.pid())].push_back(e.ts());
+  }
+  for (const char* name : {"a (predicted)", "b (predicted)", "a (measured)", "b (measured)"}) {
+    EXPECT_TRUE(processes.count(name)) << name;
+  }
+  ASSERT_EQ(measured_starts.size(), 2u);
+  for (const auto& [pid, starts] : measured_starts) {
+    ASSERT_EQ(starts.size(), 6u) << pid;
+    for (size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i], starts[i - 1]) << pid;
+  }
 
   const CapturedRun down = run({"cluster", "down", "--cluster", cluster});
   ASSERT_EQ(down.exit_code, 0) << down.err;

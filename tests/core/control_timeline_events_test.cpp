@@ -9,7 +9,7 @@ namespace {
 
 TEST(ControlTimelineEvents, ParsesEveryKindTheSimulatorNames) {
   for (EventKind kind : {EventKind::Forward, EventKind::Backward, EventKind::Send, EventKind::Receive,
-                         EventKind::AllReduce}) {
+                         EventKind::AllReduce, EventKind::Update}) {
     EXPECT_EQ(control::parseEventKind(eventKindName(kind)), kind);
   }
   EXPECT_EQ(control::parseEventKind("nap"), EventKind::Invalid);

@@ -125,6 +125,77 @@ TEST(CostModel, EstimateOfDataParallelIsComputePlusAllReduce) {
   EXPECT_NEAR(estimatePlan(plan, cost).iteration_ms, M * (f + b) + ar, 1e-9);
 }
 
+TEST(CostModel, UpdateIsTheProfiledOptimizerStep) {
+  const ModelSpec model = uniformLinearModel(2, 100);
+  const Cluster cluster = makeCluster({10, 10});
+  v1::ProfileSet set;
+  auto* dev = set.add_devices();
+  dev->set_device("d1");
+  auto* b = dev->add_batches();
+  b->set_micro_batch(1);
+  for (int l = 0; l < 2; ++l) {
+    auto* t = b->add_layers();
+    t->set_layer(l);
+    t->set_forward_ms(1);
+    t->set_backward_ms(1);
+    dev->add_sgd_update_ms(3.0 + l);
+    dev->add_adam_update_ms(10.0 + l);
+  }
+  CostModel sgd(model, cluster, Optimizer::Sgd), adam(model, cluster, Optimizer::Adam);
+  sgd.setProfiles(set);
+  adam.setProfiles(set);
+  EXPECT_DOUBLE_EQ(sgd.updateMs(1, 0, 2), 7);
+  EXPECT_DOUBLE_EQ(adam.updateMs(1, 1, 2), 11);
+  EXPECT_EQ(sgd.updateMs(1, 1, 1), 0);
+  EXPECT_EQ(sgd.updateMs(0, 0, 2), 0);  // d0 has no profile
+
+  // A pipeline's estimate ends with stage 0's step (its last backward is the last one).
+  Plan plan;
+  plan.batch_size = 4;
+  plan.microbatches = 1;
+  plan.stages.push_back({0, 1, {{1, 4}}});
+  plan.stages.push_back({1, 2, {{0, 4}}});
+  const PlanEstimate e = estimatePlan(plan, sgd);
+  EXPECT_DOUBLE_EQ(e.stages[0].update_ms, 3);
+  EXPECT_EQ(e.stages[1].update_ms, 0);
+  v1::ProfileSet untimed = set;
+  untimed.mutable_devices(0)->clear_sgd_update_ms();
+  CostModel without(model, cluster, Optimizer::Sgd);
+  without.setProfiles(untimed);
+  EXPECT_NEAR(e.iteration_ms - estimatePlan(plan, without).iteration_ms, 3, 1e-9);
+
+  dev->add_sgd_update_ms(1);  // three layers' steps for a two-layer model
+  EXPECT_THROW(sgd.setProfiles(set), Error);
+}
+
+TEST(CostModel, AllReduceTakesTheSlowestMembersCopiesWhenTheyOutlastTheWire) {
+  const ModelSpec model = uniformLinearModel(1, 16);
+  const Cluster cluster = makeCluster({1, 1, 1, 1}, 1e6, 1e6);  // a 1 Tbps network
+  CostModel cost(model, cluster);
+  const std::vector<int> group{0, 1, 2, 3};
+  const double bytes = 8 * 1024.0 * 1024.0;
+  const double wire = cost.allReduceMs(group, bytes);
+  v1::ProfileSet set;
+  for (const auto& [name, copy_ms] : {std::pair{"d1", 0.5}, std::pair{"d2", 2.0}}) {
+    auto* dev = set.add_devices();
+    dev->set_device(name);
+    dev->set_copy_ms_per_mb(copy_ms);
+    dev->set_allreduce_ms_per_mb(3 * copy_ms);
+    auto* b = dev->add_batches();
+    b->set_micro_batch(1);
+    b->add_layers()->set_layer(0);
+  }
+  cost.setProfiles(set);
+  // 8 MiB: flatten + unflatten at 2 ms/MiB, and the ring at 2(g-1)/g = 1.5 times a pair's 6 ms/MiB.
+  const double cpu = 8 * (2 * 2.0 + 1.5 * 6.0);
+  EXPECT_DOUBLE_EQ(cost.allReduceCpuMs(2, 4, bytes), cpu);
+  EXPECT_DOUBLE_EQ(cost.allReduceCpuMs(2, 2, bytes), 8 * (2 * 2.0 + 1.0 * 6.0));
+  EXPECT_DOUBLE_EQ(cost.allReduceCpuMs(0, 4, bytes), 0);  // not profiled
+  EXPECT_EQ(cost.allReduceCpuMs(2, 1, bytes), 0);         // no group, no all-reduce
+  EXPECT_DOUBLE_EQ(cost.allReduceMs(group, bytes), cpu);
+  EXPECT_LT(wire, cpu);
+}
+
 TEST(CostModel, ProfilesReplaceTheAnalyticTime) {
   const ModelSpec model = uniformLinearModel(2, 16);
   const Cluster cluster = makeCluster({1, 1});

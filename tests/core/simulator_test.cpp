@@ -564,6 +564,7 @@ TEST(Simulator, EventKindNamesAreTheWireNames) {
   EXPECT_EQ(eventKindName(EventKind::Send), "send");
   EXPECT_EQ(eventKindName(EventKind::Receive), "receive");
   EXPECT_EQ(eventKindName(EventKind::AllReduce), "allreduce");
+  EXPECT_EQ(eventKindName(EventKind::Update), "update");
 }
 
 }  // namespace

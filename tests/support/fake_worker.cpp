@@ -23,6 +23,12 @@ v1::TelemetryEvent defaultIteration(std::int64_t step, const v1::StageAssignment
   }
   it->set_iteration_ms(iteration_ms);
   it->set_busy_fraction(0.5);
+  // One compute block, so timelines have something measured to show.
+  auto* forward = it->add_timeline();
+  forward->set_micro_batch(0);
+  forward->set_kind("forward");
+  forward->set_start_ms(0);
+  forward->set_end_ms(0.5 * iteration_ms);
   return event;
 }
 

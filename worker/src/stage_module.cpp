@@ -392,6 +392,11 @@ torch::Tensor StageModuleImpl::forwardLayer(int i, torch::Tensor x) {
   return run_[i](std::move(x));
 }
 
+std::vector<torch::Tensor> StageModuleImpl::layerParameters(int i) const {
+  TORCH_CHECK(i >= 0 && i < layerCount(), "local layer ", i, " out of range [0, ", layerCount(), ")");
+  return layers_[i]->parameters();
+}
+
 // ---- tensors -------------------------------------------------------------------------
 
 v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {

@@ -124,20 +124,21 @@ struct StageRuntime::Impl {
     if (total == 0) return;
     // One flat buffer, kept across iterations: one collective instead of one per tensor.
     // (Filled slice by slice: torch::cat of tens of MB takes ~40x longer on one thread.)
+    // The event spans the copies too: the cost model prices them as part of the all-reduce.
+    const auto start = Clock::now();
     if (!flat_grads.defined() || flat_grads.numel() != total) flat_grads = torch::empty({total});
     std::int64_t at = 0;
     for (auto& g : grads) {
       flat_grads.narrow(0, at, g.numel()).view_as(g).copy_(g);
       at += g.numel();
     }
-    const auto start = Clock::now();
     group->allReduceSum(flat_grads, stop);
-    event(-1, "allreduce", "", start, Clock::now());
     at = 0;
     for (auto& g : grads) {
       g.copy_(flat_grads.narrow(0, at, g.numel()).view_as(g));
       at += g.numel();
     }
+    event(-1, "allreduce", "", start, Clock::now());
   }
 
   void iterate(PeerOutbox& outbox) {
@@ -203,7 +204,10 @@ struct StageRuntime::Impl {
     // Everything of this step reached the peers before the weights move on, so a stop
     // never leaves this stage a step ahead of its neighbours.
     outbox.flush(env.peer_timeout);
+    const auto update_start = Clock::now();
     optimizer->step();
+    emulateSlowdown(update_start);
+    event(-1, "update", "", update_start, Clock::now());
     for (const auto& r : outbox.takeRecords()) {
       event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
     }

@@ -26,6 +26,8 @@ class StageModuleImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
   /// Runs only local layer `i` (0-based within the stage); for profiling.
   torch::Tensor forwardLayer(int i, torch::Tensor x);
+  /// The trainable parameters of local layer `i` (BatchNorm's running stats are buffers).
+  std::vector<torch::Tensor> layerParameters(int i) const;
   int layerBegin() const { return begin_; }
   int layerEnd() const { return end_; }
   int layerCount() const { return end_ - begin_; }
@@ -87,8 +89,11 @@ std::vector<v1::Tensor> optimizerState(torch::optim::Optimizer& optimizer, Stage
 void setOptimizerState(torch::optim::Optimizer& optimizer, StageModule& module,
                        const std::vector<const v1::Tensor*>& tensors);
 
-/// Times every layer's forward and backward at each micro-batch size on this machine
-/// (after a warm-up), multiplied by `slowdown`; peak memory from the activation sizes.
+/// Times every layer's forward and backward at each micro-batch size on this machine, and
+/// one SGD-with-momentum and one Adam step over each layer's parameters (after a warm-up):
+/// the median CPU time of each, scaled by the wall-clock time per CPU time of the whole
+/// profile (so a CPU quota's stalls count at their mean, not wherever they fell) and by
+/// `slowdown`; peak memory from the activation sizes.
 v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> micro_batches, int repeats,
                                 double slowdown);
 

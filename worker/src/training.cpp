@@ -1,10 +1,17 @@
 // Loss, optimizer, per-layer profiling and the single-process reference trainer.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <ctime>
+#include <exception>
+#include <string_view>
+#include <thread>
 
+#include "control/net.h"
 #include "io/error.h"
 #include "model/model_spec.h"
+#include "stage_group.h"
 #include "torch_stage.h"
 
 namespace stagecraft::worker {
@@ -18,9 +25,24 @@ std::string shapeText(c10::IntArrayRef shape) {
   return s + "]";
 }
 
-double msSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
+/// Wall-clock and process CPU time since construction.
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(processCpuMs()) {}
+  double wallMs() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_).count();
+  }
+  double cpuMs() const { return processCpuMs() - cpu_; }
+
+ private:
+  static double processCpuMs() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+  }
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -29,7 +51,8 @@ double median(std::vector<double> values) {
 }
 
 /// Profiling times at least this much per micro-batch size: ten periods of the default CFS
-/// bandwidth period (100 ms), so a quota's stalls average out. At most kMaxPasses passes.
+/// bandwidth period (100 ms), so the wall-clock time per CPU time averages a quota's
+/// stalls out. At most kMaxPasses passes.
 constexpr double kMinTimedMs = 1000;
 constexpr int kMaxPasses = 200;
 
@@ -43,6 +66,53 @@ torch::Tensor randomInput(const v1::Model& model, int n) {
     return torch::randint(0, std::max<std::int64_t>(vocab, 1), shape, torch::kInt64);
   }
   return torch::randn(shape);
+}
+
+/// CPU milliseconds per MiB that one member of a two-member Gloo group spends summing a
+/// buffer with the other over loopback: both members run in this process, so its CPU
+/// time covers both ends of every transfer (the kernel's copies, Gloo's reduction), and
+/// half of it is one member's. 0 when the pair cannot form (no loopback port).
+double allReduceCpuMsPerMb(int repeats) {
+  constexpr std::int64_t kFloats = 4 << 20;  // 16 MiB
+  constexpr double kMb = 16.0;
+  int port = 0;
+  try {
+    port = control::freeLoopbackPorts(1).front();
+  } catch (const Error&) {
+    return 0;
+  }
+  const std::string store = "127.0.0.1:" + std::to_string(port);
+  const auto timeout = std::chrono::seconds(60);
+  StageGroup first(store, "127.0.0.1", 0, 2, "stagecraft/profile", timeout);
+  StageGroup second(store, "127.0.0.1", 1, 2, "stagecraft/profile", timeout);
+  const std::atomic<bool> stop{false};
+  torch::Tensor a = torch::randn({kFloats}), b = torch::randn({kFloats});
+  auto sum_once = [&] {
+    std::exception_ptr failed;
+    std::thread other([&] {
+      try {
+        second.allReduceSum(b, stop);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    try {
+      first.allReduceSum(a, stop);
+    } catch (...) {
+      other.join();
+      throw;
+    }
+    other.join();
+    if (failed) std::rethrow_exception(failed);
+  };
+  sum_once();  // forms the pair and touches every buffer: not timed
+  std::vector<double> cpu;
+  for (int r = 0; r < std::max(repeats, 3); ++r) {
+    const Stopwatch both;
+    sum_once();
+    cpu.push_back(both.cpuMs() / 2.0 / kMb);
+  }
+  return median(cpu);
 }
 
 }  // namespace
@@ -107,14 +177,21 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
   const int layers = spec.layerCount();
   StageModule module(spec.proto(), 0, layers, 0);
 
-  v1::DeviceProfile profile;
-  profile.set_model(model.name());
+  // Every op is timed by the process's CPU time, which a CPU quota's stalls (a cgroup's
+  // cpu.cfs_quota_us lets a process run at full speed, then stops it for the rest of the
+  // period) and other processes' turns leave out, so identical layers time alike whatever
+  // the period did. The wall-clock time the whole profile took per CPU millisecond then
+  // says how fast this worker really gets through its work (a ¼-core quota: about 4 ms;
+  // with several threads, less than 1 ms), and every median is scaled by it.
+  Stopwatch total;
+  std::vector<std::vector<std::vector<double>>> fwd_cpu, bwd_cpu;  // per size, per layer, per pass
   for (int b : micro_batches) {
     std::vector<std::vector<double>> fwd(layers), bwd(layers);
     double timed_ms = 0;
     // Pass 0 warms up (allocator, kernels' first-call costs) and is not recorded. Timed
-    // passes go on until they span kMinTimedMs, so a CPU quota's stalls show up in them.
+    // passes go on until they span kMinTimedMs, so the wall-clock ratio sees many periods.
     for (int pass = 0; pass <= repeats || (timed_ms < kMinTimedMs && pass <= kMaxPasses); ++pass) {
+      const Stopwatch pass_time;
       torch::Tensor x = randomInput(spec.proto(), b);
       for (int i = 0; i < layers; ++i) {
         torch::Tensor input = x.detach();
@@ -122,49 +199,93 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
         torch::Tensor y;
         double forward_ms = 0, backward_ms = 0;
         try {
-          auto start = std::chrono::steady_clock::now();
+          Stopwatch op;
           y = module->forwardLayer(i, input);
-          forward_ms = msSince(start);
+          forward_ms = op.cpuMs();
           const auto grad = torch::ones_like(y);
-          start = std::chrono::steady_clock::now();
+          op = Stopwatch();
           if (y.requires_grad()) y.backward(grad);
-          backward_ms = msSince(start);
+          backward_ms = op.cpuMs();
         } catch (const c10::Error& e) {
           // E.g. BatchNorm on a single value per channel: the layer cannot train at this size.
           throw Error("profile: layer " + std::to_string(i) + " '" + spec.layer(i).name() + "' at micro-batch " +
                       std::to_string(b) + ": " + e.what_without_backtrace());
         }
-        module->zero_grad(true);
         if (pass > 0) {
           fwd[i].push_back(forward_ms);
           bwd[i].push_back(backward_ms);
-          timed_ms += forward_ms + backward_ms;
         }
         x = y.detach();
       }
+      module->zero_grad(true);
+      if (pass > 0) timed_ms += pass_time.wallMs();
     }
-    // Each layer's median is its cost at full speed; a process under a CPU quota (a
-    // cgroup's cpu.cfs_quota_us) runs short bursts at full speed and then stalls for the
-    // rest of the period, so medians alone describe a faster device than it sustains. The
-    // stalls land in the timings in proportion to the CPU time spent, so the sum of the
-    // means over passes spanning many periods is the sustained cost: scale the medians to it.
-    double median_sum = 0;
-    for (int i = 0; i < layers; ++i) median_sum += median(fwd[i]) + median(bwd[i]);
-    const double passes = static_cast<double>(fwd.empty() ? 1 : fwd[0].size());
-    const double sustained = median_sum > 0 ? std::max(1.0, timed_ms / passes / median_sum) : 1.0;
+    fwd_cpu.push_back(std::move(fwd));
+    bwd_cpu.push_back(std::move(bwd));
+  }
+  // One optimizer step per layer and kind, with gradients present as in training.
+  std::vector<double> sgd_ms(layers, 0), adam_ms(layers, 0);
+  for (int i = 0; i < layers; ++i) {
+    auto parameters = module->layerParameters(i);
+    if (parameters.empty()) continue;
+    for (auto& p : parameters) p.mutable_grad() = torch::randn_like(p);
+    for (const char* kind : {"sgd", "adam"}) {
+      v1::OptimizerConfig config;
+      config.set_kind(kind);
+      config.set_lr(1e-6);
+      auto optimizer = makeOptimizer(parameters, config);
+      optimizer->step();  // creates the state (momentum, moments): not timed
+      std::vector<double> cpu;
+      for (int pass = 0; pass < std::max(repeats, 3); ++pass) {
+        const Stopwatch op;
+        optimizer->step();
+        cpu.push_back(op.cpuMs());
+      }
+      (std::string_view(kind) == "sgd" ? sgd_ms : adam_ms)[i] = median(cpu);
+    }
+  }
+  // Memory copies of 16 MiB, the unit the cost model prices an all-reduce's CPU work in.
+  std::vector<double> copy_cpu;
+  {
+    constexpr std::int64_t kCopyFloats = 4 << 20;
+    const auto from = torch::randn({kCopyFloats});
+    auto to = torch::empty({kCopyFloats});
+    to.copy_(from);  // touches the pages: not timed
+    for (int pass = 0; pass < std::max(repeats, 5); ++pass) {
+      const Stopwatch op;
+      to.copy_(from);
+      copy_cpu.push_back(op.cpuMs() / 16.0);
+    }
+  }
+  const double allreduce_cpu = allReduceCpuMsPerMb(repeats);
+  const double total_cpu = total.cpuMs();
+  const double wall_per_cpu = total_cpu > 0 ? total.wallMs() / total_cpu : 1.0;
+  const double scale = wall_per_cpu * slowdown;
+
+  v1::DeviceProfile profile;
+  profile.set_model(model.name());
+  for (size_t k = 0; k < micro_batches.size(); ++k) {
+    const int b = micro_batches[k];
     auto* batch = profile.add_batches();
     batch->set_micro_batch(b);
     for (int i = 0; i < layers; ++i) {
       const LayerCost& cost = spec.cost(i);
       auto* t = batch->add_layers();
       t->set_layer(i);
-      t->set_forward_ms(std::max(median(fwd[i]), 1e-6) * sustained * slowdown);
-      t->set_backward_ms(std::max(median(bwd[i]), 1e-6) * sustained * slowdown);
+      t->set_forward_ms(std::max(median(fwd_cpu[k][i]), 1e-6) * scale);
+      t->set_backward_ms(std::max(median(bwd_cpu[k][i]), 1e-6) * scale);
       // Weights, gradients and up to two optimizer states, plus one micro-batch's saved
       // activations and output.
       t->set_peak_memory_mb((4.0 * 4.0 * cost.parameters + b * (cost.saved_bytes + cost.output_bytes)) /
                             kBytesPerMb);
     }
+  }
+  // The all-reduce is not stretched by --slowdown (it emulates slower compute only).
+  profile.set_copy_ms_per_mb(median(copy_cpu) * wall_per_cpu);
+  profile.set_allreduce_ms_per_mb(allreduce_cpu * wall_per_cpu);
+  for (int i = 0; i < layers; ++i) {
+    profile.add_sgd_update_ms(sgd_ms[i] * scale);
+    profile.add_adam_update_ms(adam_ms[i] * scale);
   }
   return profile;
 }

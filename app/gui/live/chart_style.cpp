@@ -44,6 +44,8 @@ QColor ChartStyle::eventColor(EventKind kind, int micro_batch) {
       return QColor(0xf4, 0xa5, 0x82);
     case EventKind::AllReduce:
       return QColor(0xd6, 0x27, 0x28);
+    case EventKind::Update:
+      return QColor(0x7f, 0x7f, 0x7f);
     case EventKind::Invalid:
       break;
   }

@@ -27,6 +27,7 @@ QCPRange TimelineBlocks::laneSpan(const TimelineBlock& block) {
     case EventKind::Receive:
       return {r + 0.31, r + 0.44};
     case EventKind::AllReduce:
+    case EventKind::Update:
       return {r + 0.16, r + 0.44};
     case EventKind::Invalid:
       break;

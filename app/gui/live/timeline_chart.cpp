@@ -34,7 +34,7 @@ TimelineChart::TimelineChart(QWidget* parent) : ChartPlot(parent) {
   blocks_->removeFromLegend();
   // Legend entries only: empty bars with each kind's colour.
   for (EventKind kind : {EventKind::Forward, EventKind::Backward, EventKind::Send, EventKind::Receive,
-                         EventKind::AllReduce}) {
+                         EventKind::AllReduce, EventKind::Update}) {
     auto* entry = new QCPBars(xAxis, yAxis);
     entry->setName(kindLabel(kind));
     entry->setPen(Qt::NoPen);
@@ -81,6 +81,8 @@ QString TimelineChart::kindLabel(EventKind kind) {
       return tr("Receive");
     case EventKind::AllReduce:
       return tr("All-reduce");
+    case EventKind::Update:
+      return tr("Optimizer step");
     case EventKind::Invalid:
       break;
   }
@@ -191,6 +193,9 @@ void TimelineChart::showBlockToolTip(QMouseEvent* event) {
       break;
     case EventKind::AllReduce:
       what = tr("All-reduce of the stage's gradients");
+      break;
+    case EventKind::Update:
+      what = tr("Optimizer step of the stage's weights");
       break;
     default:
       what = tr("%1 of micro-batch %2").arg(kindLabel(block.kind)).arg(block.micro_batch);
