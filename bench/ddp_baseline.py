@@ -53,6 +53,8 @@ def join_cgroup(name):
 
 def rank_main(rank, args, cgroups, port, results):
     join_cgroup(cgroups[rank] if cgroups else "")
+    if args.cpus:
+        os.sched_setaffinity(0, {int(args.cpus.split(",")[rank])})
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.ranks)
     torch.manual_seed(args.seed)
@@ -92,8 +94,11 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--port", type=int, default=29517)
     parser.add_argument("--cgroups", default="", help="comma-separated cgroup-v1 cpu groups, one per rank")
+    parser.add_argument("--cpus", default="", help="comma-separated CPU each rank is pinned to, one per rank")
     args = parser.parse_args()
     cgroups = [c for c in args.cgroups.split(",") if c]
+    if args.cpus and len(args.cpus.split(",")) != args.ranks:
+        parser.error("--cpus needs one CPU per rank")
     if cgroups and len(cgroups) != args.ranks:
         parser.error("--cgroups needs one group per rank")
     if args.batch % args.ranks:
