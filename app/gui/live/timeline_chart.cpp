@@ -24,7 +24,9 @@ TimelineChart::TimelineChart(QWidget* parent) : ChartPlot(parent) {
   header->addElement(0, 1, legend);
   header->setColumnStretchFactor(0, 1);
   header->setColumnStretchFactor(1, 0.01);
+  // Six kinds in two rows of three, so the title keeps its room.
   legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setWrap(3);
   legend->setBorderPen(Qt::NoPen);
   legend->setMargins(QMargins(4, 2, 12, 2));
   legend->setIconSize(14, 10);
