@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iostream>
 #include <sstream>
 
 #include "command_support.h"
@@ -32,13 +33,29 @@ LiveCluster openCluster(const std::string& name_or_path) {
   return live;
 }
 
+void warnAboutSlowBlas(const std::vector<v1::WorkerInfo>& infos, std::ostream& out) {
+  std::vector<std::string> slow;
+  for (const auto& info : infos) {
+    if (info.blas_kind() == "reference") slow.push_back(info.name());
+  }
+  if (slow.empty()) return;
+  std::string names;
+  for (const auto& n : slow) names += (names.empty() ? "" : ", ") + n;
+  out << "warning: " << slow.size() << (slow.size() == 1 ? " worker uses" : " workers use")
+      << " the reference BLAS (" << names
+      << "): training runs 10-30x slower than these machines allow; install an optimized BLAS there "
+         "(Debian: apt-get install libopenblas0-pthread) and restart the workers\n";
+}
+
 std::string clusterUpHint(const std::string& cluster_argument) {
   return "run `stagecraft-cli cluster up --cluster " + cluster_argument + "` first";
 }
 
 std::vector<v1::WorkerInfo> describeAll(control::Coordinator& coordinator, const std::string& hint) {
   try {
-    return coordinator.describe();
+    std::vector<v1::WorkerInfo> infos = coordinator.describe();
+    warnAboutSlowBlas(infos, std::cerr);
+    return infos;
   } catch (const control::WorkerError& e) {
     throw control::WorkerError(e.worker(), std::string(e.what()) + "; " + hint);
   } catch (const Error& e) {
@@ -76,6 +93,7 @@ std::vector<std::string> workerTable(const v1::ClusterStatusReport& report) {
                    {"memory MB"},
                    {"GFLOP/s"},
                    {"slowdown"},
+                   {"BLAS", TextTable::Align::Left},
                    {"job", TextTable::Align::Left}});
   for (const auto& w : report.workers()) {
     const auto& info = w.info();
@@ -87,7 +105,7 @@ std::vector<std::string> workerTable(const v1::ClusterStatusReport& report) {
     table.addRow({w.device(), w.address(), pid, info.state().empty() ? "?" : info.state(), info.tier(),
                   std::to_string(info.cores()), fixed(info.memory_mb(), 0), fixed(info.measured_gflops(), 1),
                   info.emulation().slowdown() > 0 ? fixed(info.emulation().slowdown(), 2) : "-",
-                  info.job().empty() ? "-" : info.job()});
+                  info.blas_kind().empty() ? "?" : info.blas_kind(), info.job().empty() ? "-" : info.job()});
   }
   return table.lines();
 }

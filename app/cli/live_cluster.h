@@ -1,5 +1,6 @@
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,8 +29,12 @@ LiveCluster openCluster(const std::string& name_or_path);
 std::string clusterUpHint(const std::string& cluster_argument);
 
 /// Describe on every worker; a worker that does not answer, or a device without an
-/// address, throws with `hint` appended to the message.
+/// address, throws with `hint` appended to the message. Warns on stderr about workers whose
+/// LibTorch runs on the reference BLAS.
 std::vector<v1::WorkerInfo> describeAll(control::Coordinator& coordinator, const std::string& hint);
+
+/// One warning line naming the workers that report the reference BLAS; nothing otherwise.
+void warnAboutSlowBlas(const std::vector<v1::WorkerInfo>& infos, std::ostream& out);
 
 /// The workers as `cluster up` / `cluster status` report them.
 v1::ClusterStatusReport statusReport(const LiveCluster& live, const std::vector<control::WorkerProbe>& probes);

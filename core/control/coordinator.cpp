@@ -83,6 +83,27 @@ std::vector<v1::WorkerInfo> Coordinator::describe() {
   return infos;
 }
 
+std::vector<std::vector<int>> workersByMachine(const std::vector<v1::WorkerInfo>& infos) {
+  std::vector<std::string> keys;
+  std::vector<std::vector<int>> machines;
+  for (int d = 0; d < static_cast<int>(infos.size()); ++d) {
+    std::string key = infos[d].host_id();
+    if (key.empty()) {
+      // A worker that does not say which machine it is on: its address's host decides.
+      const auto hp = splitHostPort(infos[d].address());
+      key = !hp ? "worker:" + std::to_string(d) : isLoopbackHost(hp->host) ? "loopback" : "address:" + hp->host;
+    }
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      machines.push_back({d});
+    } else {
+      machines[it - keys.begin()].push_back(d);
+    }
+  }
+  return machines;
+}
+
 std::vector<WorkerProbe> Coordinator::probe() {
   std::vector<WorkerProbe> probes(cluster_.size());
   parallelFor(cluster_.size(), [&](int d) {
@@ -110,7 +131,8 @@ v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int>
   request.set_repeats(repeats);
 
   std::vector<v1::DeviceProfile> profiles(cluster_.size());
-  parallelFor(cluster_.size(), [&](int d) {
+  const std::vector<std::vector<int>> machines = workersByMachine(describe());
+  const auto profile_one = [&](int d) {
     WorkerClient& worker = client(d);
     v1::DeviceProfile p = worker.profile(request, options_.profile_timeout);
     const std::string who = worker.endpoint().label();
@@ -130,6 +152,12 @@ v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int>
     p.set_device(cluster_.device(d).name);
     p.set_model(model.name());
     profiles[d] = std::move(p);
+  };
+  // Machines in parallel, the workers of one machine one after another: timed together,
+  // co-hosted workers would each see a fraction of the CPU and look several times slower
+  // than they train (a pipeline's stages mostly take turns).
+  parallelFor(static_cast<int>(machines.size()), [&](int m) {
+    for (int d : machines[m]) profile_one(d);
   });
   v1::ProfileSet set;
   for (auto& p : profiles) *set.add_devices() = std::move(p);

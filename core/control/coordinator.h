@@ -73,6 +73,11 @@ struct TrainingResult {
 /// queue; wait() folds the queue into pipeline steps (TelemetryAggregator), probes a
 /// silent member with Heartbeat and gives up on it after silence_limit. An error from any
 /// worker stops all of them and ends the run with that worker's message.
+/// Device indices grouped by the machine their worker runs on (WorkerInfo.host_id, or the
+/// address's host for a worker that does not say; every loopback address is one machine),
+/// in order of first appearance.
+std::vector<std::vector<int>> workersByMachine(const std::vector<v1::WorkerInfo>& infos);
+
 class Coordinator {
  public:
   explicit Coordinator(Cluster cluster, CoordinatorOptions options = {});
@@ -90,7 +95,9 @@ class Coordinator {
   std::vector<WorkerProbe> probe();
 
   /// Every device's worker times every layer of `model` at each micro-batch size. The
-  /// answer names devices as the cluster does, ready for CostModel::setProfiles.
+  /// answer names devices as the cluster does, ready for CostModel::setProfiles. Workers on
+  /// different machines are timed at once, workers that share a machine (WorkerInfo.host_id)
+  /// one after another.
   v1::ProfileSet profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats = 3);
 
   /// Sends each member of `plan` its StageAssignment (see buildAssignments) and returns

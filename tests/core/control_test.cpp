@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -230,6 +231,52 @@ TEST(ControlCoordinator, DescribeAndProfileEveryWorker) {
   cost.setProfiles(profiles);
   EXPECT_TRUE(cost.hasProfile(2));
   EXPECT_GT(cost.forwardMs(0, 0, 6, 4), 0);
+}
+
+TEST(ControlCoordinator, WorkersAreGroupedByTheMachineTheyRunOn) {
+  std::vector<v1::WorkerInfo> infos(6);
+  infos[0].set_host_id("board-a");
+  infos[1].set_host_id("board-b");
+  infos[2].set_host_id("board-a");
+  infos[3].set_address("127.0.0.1:5000");  // no host id: loopback is this machine
+  infos[4].set_address("localhost:5001");
+  infos[5].set_address("10.0.0.7:5000");
+  const auto machines = control::workersByMachine(infos);
+  const std::vector<std::vector<int>> expected = {{0, 2}, {1}, {3, 4}, {5}};
+  EXPECT_EQ(machines, expected);
+}
+
+TEST(ControlCoordinator, ProfilesWorkersOfOneMachineOneAtATime) {
+  // d0 and d2 share machine "a", d1 is alone on "b": the two machines are timed together,
+  // the workers of "a" never at the same time.
+  std::mutex mutex;
+  int on_a = 0, peak_a = 0, everywhere = 0, peak = 0;
+  const auto timed = [&](bool machine_a) {
+    return [&, machine_a] {
+      {
+        std::lock_guard lock(mutex);
+        peak = std::max(peak, ++everywhere);
+        if (machine_a) peak_a = std::max(peak_a, ++on_a);
+      }
+      std::this_thread::sleep_for(milliseconds(60));
+      std::lock_guard lock(mutex);
+      if (machine_a) --on_a;
+      --everywhere;
+    };
+  };
+  std::vector<FakeWorkerScript> scripts(3);
+  scripts[0].host_id = scripts[2].host_id = "a";
+  scripts[1].host_id = "b";
+  scripts[0].on_profile = scripts[2].on_profile = timed(true);
+  scripts[1].on_profile = timed(false);
+  FakeCluster fakes = startFakes({100, 50, 25}, scripts);
+  Coordinator coordinator(fakes.cluster, quickOptions());
+  const std::vector<int> sizes = {1};
+  const v1::ProfileSet profiles = coordinator.profile(testing::uniformLinearModel(4, 16), sizes);
+  ASSERT_EQ(profiles.devices_size(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fakes.worker(i).profiles(), 1);
+  EXPECT_EQ(peak_a, 1) << "two workers of one machine were profiled at the same time";
+  EXPECT_LE(peak, 2);
 }
 
 TEST(ControlCoordinator, DeploySendsEveryMemberItsAssignment) {

@@ -48,6 +48,7 @@ grpc::Status FakeWorker::Describe(grpc::ServerContext*, const v1::DescribeReques
   info->set_memory_mb(script_.memory_mb);
   info->set_measured_gflops(100.0 / script_.slowdown);
   info->set_version("fake");
+  info->set_host_id(script_.host_id);
   info->mutable_emulation()->set_slowdown(script_.slowdown);
   info->mutable_emulation()->set_bandwidth_mbps(script_.bandwidth_mbps);
   info->mutable_emulation()->set_memory_mb(script_.memory_mb);
@@ -65,6 +66,7 @@ grpc::Status FakeWorker::Profile(grpc::ServerContext*, const v1::ProfileRequest*
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e.what());
   }
   const ModelSpec& model = *parsed;
+  if (script_.on_profile) script_.on_profile();
   reply->set_device(script_.name);
   reply->set_model(model.name());
   // As if the machine did 100 GFLOP/s, slowed down as asked.

@@ -38,6 +38,8 @@ struct FakeWorkerScript {
   std::int64_t silent_from_step = -1;  ///< sends nothing from this step on (a hung worker)
   std::int64_t close_at_step = -1;     ///< ends its telemetry stream at this step
   std::chrono::milliseconds describe_delay{0};
+  std::string host_id;                 ///< WorkerInfo.host_id (empty: not reported)
+  std::function<void()> on_profile;    ///< runs inside each Profile call, before it answers
 };
 
 /// The default telemetry of `step`: one IterationReport.

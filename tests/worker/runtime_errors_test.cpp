@@ -81,6 +81,10 @@ TEST_F(RuntimeErrors, DescribeReportsIdentityEmulationAndSpeed) {
   EXPECT_DOUBLE_EQ(info.emulation().slowdown(), 2);
   EXPECT_DOUBLE_EQ(info.emulation().memory_mb(), 64);
   EXPECT_FALSE(info.version().empty());
+  // The BLAS LibTorch calls, with its own pool held to --threads 1.
+  EXPECT_NE(info.blas_kind(), "");
+  EXPECT_NE(info.blas_kind(), "unknown") << info.blas();
+  if (info.blas_kind() == "openblas") EXPECT_NE(info.blas().find("(1 thread)"), std::string::npos) << info.blas();
 }
 
 TEST_F(RuntimeErrors, CallsBeforeDeployAreFailedPrecondition) {

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "beacon_announcer.h"
+#include "blas_probe.h"
 #include "io/error.h"
 #include "peer_outbox.h"
 #include "status_mapping.h"
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
       beacon = std::make_unique<BeaconAnnouncer>([&node] { return node.describe(); }, options.beacon_to,
                                                  options.beacon_port,
                                                  std::chrono::milliseconds(options.beacon_interval_ms));
+    }
+    if (const std::string warning = blasWarning(node.blas()); !warning.empty()) {
+      std::fprintf(stderr, "stagecraft-worker: warning: %s\n", warning.c_str());
     }
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
+
+#include "blas_probe.h"
 #include "stage_layout.h"
 #include "stage_runtime.h"
 #include "status_mapping.h"
@@ -26,10 +29,28 @@ std::string hostOf(const std::string& address) {
   return host;
 }
 
+/// One machine's identity, shared by the workers it runs: the coordinator profiles those
+/// one at a time, since together each would see a share of the CPU.
+std::string machineId() {
+  for (const char* path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+    std::ifstream in(path);
+    std::string id;
+    if (in >> id && !id.empty()) return id;
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != 0) return std::string("host:") + name;
+  return {};
+}
+
 }  // namespace
 
 WorkerNode::WorkerNode(WorkerOptions options) : options_(std::move(options)), hub_(options_.name) {
   configureTorchThreads(options_.threads);
+  // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
+  // which fight each other (and LibTorch's threads) under a CPU quota.
+  setBlasThreads(options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  blas_ = detectBlas();
+  host_id_ = machineId();
   gflops_ = measureMatmulGflops() / options_.slowdown;
   memory_limit_mb_ = options_.memory_mb > 0 ? options_.memory_mb : machineMemoryMb();
   address_ = options_.listen;
@@ -60,6 +81,9 @@ v1::WorkerInfo WorkerNode::describe() const {
   info.set_memory_mb(memory_limit_mb_);
   info.set_measured_gflops(gflops_);
   info.set_version(STAGECRAFT_VERSION);
+  info.set_blas(blas_.summary());
+  info.set_blas_kind(blas_.kindName());
+  info.set_host_id(host_id_);
   auto* emulation = info.mutable_emulation();
   emulation->set_slowdown(options_.slowdown);
   emulation->set_bandwidth_mbps(options_.bandwidth_mbps);

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "blas_probe.h"
 #include "peer_inbox.h"
 #include "stagecraft/v1/worker.pb.h"
 #include "telemetry_hub.h"
@@ -27,6 +28,7 @@ class WorkerNode {
   void setAddress(const std::string& address);
 
   v1::WorkerInfo describe() const;
+  const BlasInfo& blas() const { return blas_; }
   v1::HeartbeatReply heartbeat() const;
   /// Throws WorkerError(FailedPrecondition) while training.
   v1::DeviceProfile profile(const v1::ProfileRequest& request);
@@ -56,6 +58,8 @@ class WorkerNode {
   void joinTrainer();
 
   WorkerOptions options_;
+  BlasInfo blas_;
+  std::string host_id_;
   double gflops_ = 0;
   double memory_limit_mb_ = 0;
   TelemetryHub hub_;
