@@ -1,7 +1,8 @@
 // The exact optimum under the cost model, by enumeration: every stage count, every cut of
 // the layers into contiguous stages, every assignment of devices to stages (or to none),
-// shares from CostModel::splitMicroBatch. It is the yardstick the other planners are
-// tested against, so it prunes only what provably cannot win.
+// shares from CostModel::splitMicroBatch. It keeps the kExhaustiveFinalists best plans by the
+// closed-form estimate (pruning only what provably cannot enter them) and takes the one the
+// simulator finds fastest. It is the yardstick the other planners are tested against.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -58,15 +59,17 @@ class ExhaustiveSearch {
   ExhaustiveSearch(const CostModel& cost, const PlanRequest& request)
       : cost_(cost), plan_(emptyPlan(cost, request, "exhaustive")) {}
 
-  /// The best valid plan, or nullopt when none fits.
-  std::optional<Plan> run() {
+  /// The best valid plans by estimate, fastest first; empty when none fits.
+  std::vector<Plan> run() {
     const int layers = cost_.layerCount();
     const int devices = cost_.deviceCount();
     for (int stages = 1; stages <= std::min(layers, devices); ++stages) {
       plan_.stages.assign(stages, Stage{});
       cutFrom(0, 0);
     }
-    return best_;
+    std::vector<Plan> out;
+    for (auto& f : finalists_) out.push_back(std::move(f.plan));
+    return out;
   }
 
  private:
@@ -140,7 +143,7 @@ class ExhaustiveSearch {
       const double sum = compute_sum + o.compute_ms;
       const double max = std::max(compute_max, o.compute_ms);
       const double allreduce = s == 0 ? o.allreduce_ms : first_allreduce;
-      if (best_ && lowerBound(sum, max, allreduce) > best_ms_ * (1 + kBoundSlack)) continue;
+      if (full() && lowerBound(sum, max, allreduce) > cutoffMs() * (1 + kBoundSlack)) continue;
       plan_.stages[s].members = o.members;
       assign(s + 1, free_devices & ~mask, sum, max, allreduce);
     }
@@ -153,20 +156,32 @@ class ExhaustiveSearch {
     return compute_sum + (plan_.microbatches - 1) * compute_max + first_allreduce;
   }
 
+  bool full() const { return finalists_.size() >= kExhaustiveFinalists; }
+  double cutoffMs() const { return finalists_.back().ms; }
+
   void evaluate() {
     const double ms = estimatePlan(plan_, cost_).iteration_ms;
-    if (!best_ || ms < best_ms_) {
-      best_ = plan_;
-      best_ms_ = ms;
-    }
+    if (full() && ms >= cutoffMs()) return;
+    // Sorted by estimate; equal estimates keep the order they were found in.
+    const auto at = std::upper_bound(finalists_.begin(), finalists_.end(), ms,
+                                     [](double v, const Finalist& f) { return v < f.ms; });
+    finalists_.insert(at, {ms, plan_});
+    if (finalists_.size() > kExhaustiveFinalists) finalists_.pop_back();
   }
 
   const CostModel& cost_;
   Plan plan_;  // the candidate being built
   std::vector<std::vector<std::optional<GroupOption>>> options_;  // [stage][device mask]
-  std::optional<Plan> best_;
-  double best_ms_ = std::numeric_limits<double>::infinity();
+  struct Finalist {
+    double ms;
+    Plan plan;
+  };
+  std::vector<Finalist> finalists_;  // the best plans by estimate, ascending
 };
+
+bool tooLargeToEnumerate(const CostModel& cost) {
+  return candidateCount(cost.layerCount(), cost.deviceCount()) > kMaxCandidates || cost.deviceCount() > kMaxDevices;
+}
 
 class ExhaustivePlanner final : public Planner {
  public:
@@ -176,8 +191,8 @@ class ExhaustivePlanner final : public Planner {
   }
 
   PlanOutcome plan(const CostModel& cost, const PlanRequest& request) const override {
-    const double candidates = candidateCount(cost.layerCount(), cost.deviceCount());
-    if (candidates > kMaxCandidates || cost.deviceCount() > kMaxDevices) {
+    if (tooLargeToEnumerate(cost)) {
+      const double candidates = candidateCount(cost.layerCount(), cost.deviceCount());
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "exhaustive search would weigh %.3g candidate plans for %d layers on %d devices, "
@@ -188,18 +203,23 @@ class ExhaustivePlanner final : public Planner {
       refused.reason = buf;
       return refused;
     }
-    auto best = ExhaustiveSearch(cost, request).run();
-    if (!best) {
+    std::vector<Plan> finalists = ExhaustiveSearch(cost, request).run();
+    if (finalists.empty()) {
       PlanOutcome none;
       none.plan = emptyPlan(cost, request, name());
       none.reason = explainNoFit(cost, request);
       return none;
     }
-    return finishOutcome(std::move(*best), cost);
+    return chooseBySimulation(std::move(finalists), cost);
   }
 };
 
 }  // namespace
+
+std::vector<Plan> exhaustiveFinalists(const CostModel& cost, const PlanRequest& request) {
+  if (tooLargeToEnumerate(cost)) return {};
+  return ExhaustiveSearch(cost, request).run();
+}
 
 std::unique_ptr<Planner> makeExhaustivePlanner() { return std::make_unique<ExhaustivePlanner>(); }
 

@@ -21,10 +21,21 @@ constexpr int kMaxCutBlocks = 48;
 /// More stages than this rarely pays on edge clusters and multiplies the DP's cost.
 constexpr int kMaxStages = 16;
 constexpr double kRefineBudgetMs = 2500;
+/// The best DP results that local search starts from.
+constexpr size_t kRefineStarts = 4;
+/// Plans the simulator judges at the end: the refined ones, then the next-best DP results.
+constexpr size_t kFinalists = 24;
+/// The finalists, best by simulation first, that climb on the simulator, and their budget.
+constexpr size_t kSimulatedClimbs = 12;
+constexpr double kSimulatedBudgetMs = 1000;
 /// Up to this many devices the DP runs over every device ordering (5! = 120).
 constexpr int kAllOrderingsUpTo = 5;
 /// Up to this many devices the DP also tries ascending speed and memory orders.
 constexpr int kExtraOrderingsUpTo = 16;
+/// Up to this many devices every ordered pair of devices also leads an ordering.
+constexpr int kPairOrderingsUpTo = 8;
+/// Link speeds at which those clusters are also cut into network domains (see linkDomainOrderings).
+constexpr int kDomainThresholds = 6;
 /// The DP keeps two tables: one scores the estimated iteration time, the other the
 /// pipeline period first (PipeDream's objective); local search then judges both.
 constexpr int kObjectives = 2;
@@ -40,6 +51,114 @@ struct DpValue {
   int next_device = -1;  // index into the ordering where the next stage's group starts
   int group_end = -1;    // this stage's group is ordering[device, group_end)
 };
+
+/// Orderings by network domain at several link speeds: for a threshold t, devices joined
+/// by links of at least t form domains; the domains come fastest first (total speed),
+/// each one's devices fastest first. A group that must all-reduce, or a pipeline whose
+/// neighbours must talk, is then a contiguous run even when its members are neither the
+/// fastest devices nor neighbours of the fastest one.
+std::vector<std::vector<int>> linkDomainOrderings(const Cluster& cluster) {
+  const int n = cluster.size();
+  std::vector<double> speeds;
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) speeds.push_back(cluster.bandwidthMbps(a, b));
+  }
+  std::sort(speeds.begin(), speeds.end());
+  speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+  // At most kDomainThresholds thresholds, spread over the distinct link speeds.
+  std::vector<double> thresholds;
+  for (int k = 0; k < kDomainThresholds && !speeds.empty(); ++k) {
+    const size_t at = speeds.size() * static_cast<size_t>(k + 1) / (kDomainThresholds + 1);
+    thresholds.push_back(speeds[std::min(at, speeds.size() - 1)]);
+  }
+  thresholds.push_back(speeds.empty() ? 0 : speeds.back());
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+  std::vector<std::vector<int>> out;
+  for (double t : thresholds) {
+    std::vector<int> domain(n, -1);
+    std::vector<std::vector<int>> domains;
+    for (int start = 0; start < n; ++start) {
+      if (domain[start] >= 0) continue;
+      std::vector<int> members{start};
+      domain[start] = static_cast<int>(domains.size());
+      for (size_t i = 0; i < members.size(); ++i) {
+        for (int d = 0; d < n; ++d) {
+          if (domain[d] < 0 && cluster.bandwidthMbps(members[i], d) >= t) {
+            domain[d] = domain[start];
+            members.push_back(d);
+          }
+        }
+      }
+      std::stable_sort(members.begin(), members.end(),
+                       [&](int a, int b) { return cluster.device(a).gflops > cluster.device(b).gflops; });
+      domains.push_back(std::move(members));
+    }
+    const auto total = [&](const std::vector<int>& ds) {
+      double sum = 0;
+      for (int d : ds) sum += cluster.device(d).gflops;
+      return sum;
+    };
+    std::stable_sort(domains.begin(), domains.end(), [&](const auto& a, const auto& b) { return total(a) > total(b); });
+    std::vector<int> order;
+    for (const auto& ds : domains) order.insert(order.end(), ds.begin(), ds.end());
+    out.push_back(std::move(order));
+    // A ring all-reduce runs at its slowest link, so a group wants every pair joined at t,
+    // not just a path: from each device, take the fastest devices linked at t to all those
+    // taken, then the rest.
+    std::vector<int> by_speed(n);
+    std::iota(by_speed.begin(), by_speed.end(), 0);
+    std::stable_sort(by_speed.begin(), by_speed.end(),
+                     [&](int a, int b) { return cluster.device(a).gflops > cluster.device(b).gflops; });
+    for (int seed : by_speed) {
+      if (t == thresholds.front()) {
+        // Each device first, then the rest by speed: a lone device that beats every group
+        // (memory for the whole batch, no all-reduce) is a plan the DP can then form.
+        std::vector<int> first{seed};
+        for (int d : by_speed) {
+          if (d != seed) first.push_back(d);
+        }
+        out.push_back(first);
+        if (n <= kPairOrderingsUpTo) {
+          // And with each other device second: two-stage pipelines of single devices
+          // joined by their own fast link.
+          for (int second : by_speed) {
+            if (second == seed) continue;
+            std::vector<int> pair{seed, second};
+            for (int d : by_speed) {
+              if (d != seed && d != second) pair.push_back(d);
+            }
+            out.push_back(std::move(pair));
+          }
+        }
+      }
+      std::vector<int> clique{seed};
+      for (int d : by_speed) {
+        if (d == seed) continue;
+        bool joined = true;
+        for (int c : clique) joined = joined && cluster.bandwidthMbps(c, d) >= t;
+        if (joined) clique.push_back(d);
+      }
+      if (clique.size() < 2) continue;
+      std::stable_sort(clique.begin(), clique.end(),
+                       [&](int a, int b) { return cluster.device(a).gflops > cluster.device(b).gflops; });
+      std::vector<int> rest;
+      for (int d : by_speed) {
+        if (std::find(clique.begin(), clique.end(), d) == clique.end()) rest.push_back(d);
+      }
+      const size_t joined = clique.size();
+      clique.insert(clique.end(), rest.begin(), rest.end());
+      out.push_back(clique);
+      // Slowest first too: a pipeline over the domain may need its roomy, slower devices
+      // to hold the first layers.
+      std::reverse(clique.begin(), clique.begin() + static_cast<std::ptrdiff_t>(joined));
+      out.push_back(std::move(clique));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 /// Device orderings to run the DP over; each ordering's contiguous ranges are the
 /// groups the DP can form.
@@ -92,6 +211,9 @@ std::vector<std::vector<int>> deviceOrderings(const Cluster& cluster) {
   out.push_back(order);
   std::reverse(order.begin(), order.end());
   out.push_back(std::move(order));
+  if (n <= kExtraOrderingsUpTo) {
+    for (auto& o : linkDomainOrderings(cluster)) out.push_back(std::move(o));
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -358,20 +480,46 @@ class HybridPlanner final : public Planner {
       none.reason = explainNoFit(cost, request);
       return none;
     }
-    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.ms < b.ms; });
-    // Refine the few best distinct starting points; the climb is cheap next to the DP.
-    constexpr size_t kStarts = 4;
-    PlanDraft best = candidates.front().draft;
-    double best_ms = candidates.front().ms;
-    for (size_t c = 0; c < std::min(kStarts, candidates.size()); ++c) {
-      PlanDraft refined = refineDraft(candidates[c].draft, cost, skeleton, kRefineBudgetMs / kStarts);
-      const double ms = draftIterationMs(refined, cost, skeleton);
-      if (ms < best_ms) {
-        best_ms = ms;
-        best = std::move(refined);
-      }
+    std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.ms < b.ms; });
+    // Refine the few best starting points; the climb is cheap next to the DP. The refined
+    // drafts and the next-best DP results are the finalists, and the simulator, not the
+    // closed-form estimate the search ran on, picks among them.
+    std::vector<PlanDraft> finalists;
+    const auto add = [&](PlanDraft draft) {
+      if (std::find(finalists.begin(), finalists.end(), draft) == finalists.end()) finalists.push_back(std::move(draft));
+    };
+    const size_t starts = std::min(kRefineStarts, candidates.size());
+    for (size_t c = 0; c < starts; ++c) {
+      add(refineDraft(candidates[c].draft, cost, skeleton, kRefineBudgetMs / static_cast<double>(kRefineStarts)));
     }
-    return finishOutcome(*materialize(best, cost, skeleton), cost);
+    // The best of each stage count too: the estimate's error differs between a single
+    // data-parallel stage and a pipeline, so the pool should hold both kinds.
+    std::vector<bool> seen_stages(kMaxStages + 1, false);
+    for (const auto& c : candidates) {
+      const int k = c.draft.stageCount();
+      if (seen_stages[k]) continue;
+      seen_stages[k] = true;
+      add(c.draft);
+    }
+    for (size_t c = 0; c < candidates.size() && finalists.size() < kFinalists; ++c) add(candidates[c].draft);
+    // The estimate can rank near-equal plans the wrong way round and hide a better
+    // neighbour; the best finalists by simulation climb once more on the simulator.
+    std::vector<std::pair<double, size_t>> simulated;
+    for (size_t f = 0; f < finalists.size(); ++f) {
+      simulated.emplace_back(draftIterationMs(finalists[f], cost, skeleton, DraftObjective::Simulated), f);
+    }
+    std::sort(simulated.begin(), simulated.end());
+    const size_t climbs = std::min(kSimulatedClimbs, simulated.size());
+    for (size_t c = 0; c < climbs; ++c) {
+      if (simulated[c].first == kInf) break;
+      add(refineDraft(finalists[simulated[c].second], cost, skeleton, kSimulatedBudgetMs / static_cast<double>(kSimulatedClimbs),
+                      DraftObjective::Simulated));
+    }
+    std::vector<Plan> plans;
+    for (const auto& draft : finalists) {
+      if (auto plan = materialize(draft, cost, skeleton)) plans.push_back(std::move(*plan));
+    }
+    return chooseBySimulation(std::move(plans), cost);
   }
 };
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/simulator.h"
+
 namespace stagecraft {
 namespace {
 
@@ -38,23 +40,25 @@ std::optional<Plan> materialize(const PlanDraft& draft, const CostModel& cost, c
   return plan;
 }
 
-double draftIterationMs(const PlanDraft& draft, const CostModel& cost, const Plan& skeleton) {
+double draftIterationMs(const PlanDraft& draft, const CostModel& cost, const Plan& skeleton, DraftObjective objective) {
   const auto plan = materialize(draft, cost, skeleton);
   if (!plan) return kInf;
   const PlanEstimate e = estimatePlan(*plan, cost);
-  return e.fits ? e.iteration_ms : kInf;
+  if (!e.fits) return kInf;
+  return objective == DraftObjective::Simulated ? simulate(*plan, cost).iteration_ms : e.iteration_ms;
 }
 
-PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleton, double budget_ms) {
+PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleton, double budget_ms,
+                      DraftObjective objective) {
   const auto start = std::chrono::steady_clock::now();
   auto out_of_time = [&] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() > budget_ms;
   };
   const int devices = cost.deviceCount();
-  double best_ms = draftIterationMs(best, cost, skeleton);
+  double best_ms = draftIterationMs(best, cost, skeleton, objective);
 
   auto try_draft = [&](PlanDraft&& candidate) {
-    const double ms = draftIterationMs(candidate, cost, skeleton);
+    const double ms = draftIterationMs(candidate, cost, skeleton, objective);
     if (ms < best_ms * (1 - kMinGain)) {
       best = std::move(candidate);
       best_ms = ms;
@@ -116,6 +120,17 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
         improved = try_draft(std::move(d));
       }
       if (out_of_time()) break;
+    }
+    if (improved || out_of_time()) continue;
+
+    // Swap the device groups of two stages, keeping the cuts: the same pipeline in another
+    // order, for when memory or links favour the other way round.
+    for (int a = 0; a < S && !improved; ++a) {
+      for (int b = a + 1; b < S && !improved; ++b) {
+        PlanDraft d = best;
+        std::swap(d.groups[a], d.groups[b]);
+        improved = try_draft(std::move(d));
+      }
     }
     if (improved || out_of_time()) continue;
 

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "io/error.h"
 #include "plan/validation.h"
 #include "planner/planners.h"
+#include "sim/simulator.h"
 
 namespace stagecraft {
 namespace {
@@ -73,7 +75,7 @@ PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRe
       fixed.microbatches = m;
       PlanOutcome candidate = planner.plan(cost, fixed);
       const bool better = candidate.feasible &&
-                          (!outcome.feasible || candidate.estimate.iteration_ms < outcome.estimate.iteration_ms);
+                          (!outcome.feasible || candidate.simulated_ms < outcome.simulated_ms);
       if (better || (!outcome.feasible && outcome.reason.empty())) outcome = std::move(candidate);
     }
   }
@@ -101,7 +103,23 @@ PlanOutcome finishOutcome(Plan plan, const CostModel& cost) {
   out.estimate = estimatePlan(out.plan, cost);
   out.feasible = errors.empty();
   if (!errors.empty()) out.reason = errors.front();
+  if (out.feasible) out.simulated_ms = simulate(out.plan, cost).iteration_ms;
   return out;
+}
+
+PlanOutcome chooseBySimulation(std::vector<Plan> finalists, const CostModel& cost) {
+  if (finalists.empty()) throw Error("chooseBySimulation: no finalists");
+  std::optional<size_t> best;
+  double best_ms = 0;
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    if (!validatePlan(finalists[i], cost).empty()) continue;
+    const double ms = simulate(finalists[i], cost).iteration_ms;
+    if (!best || ms < best_ms) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  return finishOutcome(std::move(finalists[best.value_or(0)]), cost);
 }
 
 std::string explainNoFit(const CostModel& cost, const PlanRequest& request) {

@@ -23,6 +23,9 @@ struct PlanOutcome {
   bool feasible = false;
   Plan plan;
   PlanEstimate estimate;
+  /// The simulator's iteration time of `plan` (feasible plans only): the figure planners
+  /// make their final choice by, and the one `plan`, `run` and the console predict with.
+  double simulated_ms = 0;
   std::string reason;   ///< why no plan fits, naming the device and the shortfall
   double plan_ms = 0;   ///< wall time spent planning
 };
@@ -49,7 +52,8 @@ std::unique_ptr<Planner> makePlanner(std::string_view name);
 
 /// Runs `planner`, timing it; checks the request (batch divisible by micro-batches...)
 /// and throws Error for a bad one. With microbatches == 0 it runs the planner for every
-/// divisor of the batch up to kMaxAutoMicrobatches and keeps the fastest feasible plan.
+/// divisor of the batch up to kMaxAutoMicrobatches and keeps the feasible plan the
+/// simulator finds fastest.
 constexpr int kMaxAutoMicrobatches = 64;
 PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRequest& request);
 
@@ -58,8 +62,14 @@ PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRe
 /// A plan skeleton with the request's batch, schedule and the cost model's optimizer.
 Plan emptyPlan(const CostModel& cost, const PlanRequest& request, std::string_view planner);
 
-/// Estimates `plan`; infeasible (reason set) when it breaks a memory limit.
+/// Estimates and simulates `plan`; infeasible (reason set) when it breaks a memory limit.
 PlanOutcome finishOutcome(Plan plan, const CostModel& cost);
+
+/// The finalist the simulator finds fastest, finished as by finishOutcome. Planners search
+/// on the closed-form estimate (estimatePlan), which can be off the simulated iteration by
+/// tens of percent on unequal pipelines, and make the last choice here. Invalid finalists
+/// are skipped; with none valid the first one's outcome (and reason) is returned.
+PlanOutcome chooseBySimulation(std::vector<Plan> finalists, const CostModel& cost);
 
 /// The reason no plan can fit the model on the cluster: names the device with the most
 /// memory and by how much it falls short of the smallest possible stage.

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "planner/planner.h"
 
@@ -17,7 +19,14 @@ std::unique_ptr<Planner> makeDataParallelPlanner(bool weighted);
 std::unique_ptr<Planner> makeGPipePlanner();
 /// PipeDream's partitioner, which assumes every device is the same.
 std::unique_ptr<Planner> makePipeDreamPlanner();
-/// The optimum under the cost model by enumeration; for small instances only.
+/// The optimum under the cost model by enumeration; for small instances only. Of the
+/// kExhaustiveFinalists best plans by estimate it returns the one the simulator finds fastest.
 std::unique_ptr<Planner> makeExhaustivePlanner();
+
+constexpr size_t kExhaustiveFinalists = 16;
+/// The exhaustive search's finalists: the kExhaustiveFinalists valid plans with the lowest
+/// estimatePlan iteration time, lowest first (so front() is the proven optimum under the
+/// estimate); empty when no plan fits or the instance is too large to enumerate.
+std::vector<Plan> exhaustiveFinalists(const CostModel& cost, const PlanRequest& request);
 
 }  // namespace stagecraft

@@ -87,14 +87,20 @@ class PartitionEditorTest : public QObject {
   void draggingABoundaryHandleMovesTheCutInOneUndoStep() {
     EditedPlan fixture;
     auto& [session, editor] = fixture;
-    const int before = session.plan().stages[0].layer_end;
+    const Plan& plan = session.plan();
+    const int before = plan.stages[0].layer_end;
     const double sps = session.evaluation().samples_per_second;
     const QPoint from = editor.boundaryHandleRect(0).center();
-    // Two layers further right on the common axis.
-    const int target_x = editor.layerRect(before + 1).center().x() + editor.layerRect(before + 1).width() / 2;
+    // Two layers further right on the common axis when stage 1 can give them up, else two
+    // layers further left: to the far edge of the layer the cut passes.
+    const bool right = plan.stages[1].layer_end - plan.stages[1].layer_begin >= 3;
+    QVERIFY(right || plan.stages[0].layer_end - plan.stages[0].layer_begin >= 3);
+    const int target = right ? before + 2 : before - 2;
+    const QRect passed = editor.layerRect(right ? before + 1 : before - 2);
+    const int target_x = right ? passed.right() : passed.left();
     drag(&editor, from, QPoint(target_x, from.y()));
-    QCOMPARE(session.plan().stages[0].layer_end, before + 2);
-    QCOMPARE(session.plan().stages[1].layer_begin, before + 2);
+    QCOMPARE(session.plan().stages[0].layer_end, target);
+    QCOMPARE(session.plan().stages[1].layer_begin, target);
     QCOMPARE(session.undoStack()->count(), 1);
     QVERIFY(session.evaluation().samples_per_second != sps);
     session.undoStack()->undo();
