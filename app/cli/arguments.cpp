@@ -15,12 +15,18 @@ std::string ParsedArguments::value(std::string_view name) const {
   throw std::logic_error("flag --" + std::string(name) + " was never declared");
 }
 
-int ParsedArguments::positiveInt(std::string_view name) const {
+int ParsedArguments::positiveInt(std::string_view name) const { return boundedInt(name, 1, "a positive integer"); }
+
+int ParsedArguments::nonNegativeInt(std::string_view name) const {
+  return boundedInt(name, 0, "a non-negative integer");
+}
+
+int ParsedArguments::boundedInt(std::string_view name, int min, const char* what) const {
   const std::string text = value(name);
   int result = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), result);
-  if (ec != std::errc() || end != text.data() + text.size() || result <= 0) {
-    throw Error("--" + std::string(name) + " must be a positive integer, got '" + text + "'");
+  if (ec != std::errc() || end != text.data() + text.size() || result < min) {
+    throw Error("--" + std::string(name) + " must be " + what + ", got '" + text + "'");
   }
   return result;
 }

@@ -32,9 +32,12 @@ class ParsedArguments {
   std::string value(std::string_view name) const;
   /// value() as an integer > 0; throws Error naming the flag otherwise.
   int positiveInt(std::string_view name) const;
+  /// value() as an integer >= 0.
+  int nonNegativeInt(std::string_view name) const;
 
  private:
   friend class ArgumentParser;
+  int boundedInt(std::string_view name, int min, const char* what) const;
   std::map<std::string, std::string, std::less<>> given_;
   std::map<std::string, std::string, std::less<>> defaults_;
 };

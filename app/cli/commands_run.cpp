@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "control/coordinator.h"
 #include "control/local_cluster.h"
+#include "control/replan.h"
 #include "control/timeline_events.h"
 #include "io/error.h"
 #include "io/json_io.h"
@@ -162,6 +164,56 @@ void writeTimeline(const std::string& path, const SimulationResult& predicted, c
   io::writeJsonFile(path, trace);
 }
 
+/// What telemetry says after a few steps: each device's compute factor, the deployed plan
+/// re-simulated with them, and a faster plan under them when there is one.
+struct Calibration {
+  std::vector<double> factors;  ///< per cluster device
+  double samples_per_second = 0;
+  std::optional<Plan> suggested;
+  double suggested_samples_per_second = 0;
+};
+
+/// A plan must be predicted this much faster under the calibrated costs to be suggested:
+/// less is within what a re-plan's own disruption and the calibration's noise eat up.
+constexpr double kSuggestGain = 1.10;
+
+Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector<v1::IterationReport>& latest,
+                      const Planner& planner, const PlanRequest& request) {
+  Calibration c;
+  c.factors = control::computeFactors(plan, cost, latest);
+  CostModel calibrated = cost;
+  calibrated.setComputeFactors(c.factors);
+  c.samples_per_second = simulate(plan, calibrated).samples_per_second;
+  const PlanOutcome outcome = makePlan(planner, calibrated, request);
+  if (outcome.feasible && outcome.simulated_ms > 0) {
+    const double sps = plan.batch_size * 1000.0 / outcome.simulated_ms;
+    if (sps > c.samples_per_second * kSuggestGain) {
+      c.suggested = outcome.plan;
+      c.suggested_samples_per_second = sps;
+    }
+  }
+  return c;
+}
+
+void printCalibration(const Calibration& c, std::int64_t step, double predicted_sps, const ModelSpec& model,
+                      const Cluster& cluster, std::ostream& out) {
+  const auto [lo, hi] = std::minmax_element(c.factors.begin(), c.factors.end());
+  out << "calibrated at step " << step << ": devices compute at " << fixed(*lo, 2) << "-" << fixed(*hi, 2)
+      << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
+      << " samples/s (was " << fixed(predicted_sps, 1) << ")\n";
+  if (!c.suggested) return;
+  const Plan& p = *c.suggested;
+  out << "calibrated at step " << step << ": another plan is predicted " << fixed(c.suggested_samples_per_second, 1)
+      << " samples/s (+" << fixed((c.suggested_samples_per_second / c.samples_per_second - 1) * 100, 0)
+      << "%): " << p.stageCount() << " stages, " << p.microbatches << " micro-batches of " << p.microBatchSize()
+      << "\n";
+  for (int s = 0; s < p.stageCount(); ++s) {
+    const Stage& st = p.stages[s];
+    out << "  stage " << s << ": " << describeLayers(model, st.layer_begin, st.layer_end) << " on "
+        << describeMembers(st, cluster, p.microBatchSize()) << "\n";
+  }
+}
+
 }  // namespace
 
 int runRun(std::span<const std::string> args) {
@@ -187,6 +239,11 @@ int runRun(std::span<const std::string> args) {
       .flag("local", "start local workers for this run (see `cluster up`) and stop them afterwards")
       .option("worker-binary", "PATH", "the stagecraft-worker --local starts")
       .option("step-timeout", "SECONDS", "give up on a worker that reports nothing for this long", "120")
+      .option("calibrate-after", "N",
+              "after step N, re-time every device from telemetry, re-predict the plan and say on stderr when "
+              "another plan is predicted faster (0: never)",
+              "3")
+      .option("suggested-plan", "FILE", "write that faster plan here (for `run --plan`)")
       .option("timeline", "FILE",
               "write every step's measured timeline after the predicted one as a Chrome trace (open in "
               "ui.perfetto.dev)")
@@ -223,6 +280,7 @@ int runRun(std::span<const std::string> args) {
   control::CoordinatorOptions coordinator_options;
   coordinator_options.silence_limit = secondsFlag("step-timeout", parsed.value("step-timeout"));
   const bool json = parsed.flag("json");
+  const std::int64_t calibrate_after = parsed.nonNegativeInt("calibrate-after");
 
   // The model and, with --plan, the plan file.
   v1::Plan plan_file;
@@ -332,17 +390,32 @@ int runRun(std::span<const std::string> args) {
   }
   control::TrainingResult result;
   std::map<std::int64_t, std::vector<TimelineEvent>> measured;  // per step, every member's events
+  std::vector<v1::IterationReport> latest(coordinator.assignments().size());
+  std::optional<Calibration> calibration;
   {
     ProgressPrinter progress(steps);
     control::TrainingCallbacks callbacks;
-    callbacks.on_step = [&](const control::StepResult& s) { progress.step(s); };
-    if (parsed.has("timeline")) {
-      callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
-        auto events = control::timelineEvents(r, coordinator.memberDevice(member), cluster);
-        auto& step = measured[r.step()];
-        step.insert(step.end(), events.begin(), events.end());
-      };
-    }
+    callbacks.on_step = [&](const control::StepResult& s) {
+      progress.step(s);
+      if (calibrate_after > 0 && s.step == calibrate_after && steps > calibrate_after && !calibration) {
+        const PlanRequest again{plan.batch_size, 0, plan.schedule};
+        calibration = calibrate(plan, cost, latest, planner ? *planner : *makePlanner("hybrid"), again);
+        progress.finish();
+        printCalibration(*calibration, s.step, predicted.samples_per_second, model, cluster, std::cerr);
+        if (calibration->suggested && parsed.has("suggested-plan")) {
+          io::writeJsonFile(parsed.value("suggested-plan"), planToProto(*calibration->suggested, model, cluster));
+          std::cerr << "  wrote it to " << parsed.value("suggested-plan") << " (stagecraft-cli run --plan "
+                    << parsed.value("suggested-plan") << ")\n";
+        }
+      }
+    };
+    callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
+      if (member >= 0 && member < static_cast<int>(latest.size())) latest[member] = r;
+      if (!parsed.has("timeline")) return;
+      auto events = control::timelineEvents(r, coordinator.memberDevice(member), cluster);
+      auto& step = measured[r.step()];
+      step.insert(step.end(), events.begin(), events.end());
+    };
     result = coordinator.train(steps, callbacks, &g_interrupted);
   }
   if (parsed.has("timeline")) writeTimeline(parsed.value("timeline"), predicted, result, measured, cluster);
@@ -371,6 +444,17 @@ int runRun(std::span<const std::string> args) {
   report.mutable_plan()->mutable_predicted()->set_iteration_ms(predicted.iteration_ms);
   report.mutable_plan()->mutable_predicted()->set_bubble_fraction(predicted.bubble_fraction);
   report.set_wall_seconds(result.wall_seconds);
+  if (calibration) {
+    report.set_calibration_step(static_cast<int>(calibrate_after));
+    for (int d = 0; d < cluster.size(); ++d) {
+      (*report.mutable_compute_factors())[cluster.device(d).name] = calibration->factors[d];
+    }
+    report.set_calibrated_samples_per_second(calibration->samples_per_second);
+    if (calibration->suggested) {
+      *report.mutable_suggested_plan() = planToProto(*calibration->suggested, model, cluster);
+      report.set_suggested_samples_per_second(calibration->suggested_samples_per_second);
+    }
+  }
   if (json) {
     printJson(report);
     return kExitOk;
@@ -385,6 +469,11 @@ int runRun(std::span<const std::string> args) {
             << "  measured " << fixed(report.samples_per_second(), 1) << " samples/s, predicted "
             << fixed(report.predicted_samples_per_second(), 1) << " samples/s (" << percent(ratio)
             << " of predicted)\n";
+  if (calibration && calibration->samples_per_second > 0) {
+    std::cout << "  calibrated at step " << calibrate_after << ": predicted "
+              << fixed(calibration->samples_per_second, 1) << " samples/s ("
+              << percent(report.samples_per_second() / calibration->samples_per_second) << " of calibrated)\n";
+  }
   if (parsed.has("timeline")) {
     std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")
               << " (open it in https://ui.perfetto.dev)\n";

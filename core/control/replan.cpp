@@ -96,15 +96,15 @@ double measuredComputeMs(const v1::IterationReport& report) {
   return ms;
 }
 
-Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
+std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
   std::size_t members = 0;
   for (const auto& s : plan.stages) members += s.members.size();
   if (latest.size() != members) {
     throw Error("calibrating speeds: " + std::to_string(latest.size()) + " reports for the plan's " +
                 std::to_string(members) + " members");
   }
-  const Cluster& cluster = cost.cluster();
-  std::vector<double> predicted(cluster.size(), 0), measured(cluster.size(), 0);
+  const int devices = cost.deviceCount();
+  std::vector<double> predicted(devices, 0), measured(devices, 0);
   std::size_t m = 0;
   for (const auto& stage : plan.stages) {
     for (const auto& share : stage.members) {
@@ -122,18 +122,25 @@ Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<cons
   // cluster or with a uniformly optimistic cluster file, they stay comparable.
   double log_sum = 0;
   int calibrated = 0;
-  for (int d = 0; d < cluster.size(); ++d) {
+  for (int d = 0; d < devices; ++d) {
     if (predicted[d] > 0 && measured[d] > 0) {
-      log_sum += std::log(predicted[d] / measured[d]);
+      log_sum += std::log(measured[d] / predicted[d]);
       ++calibrated;
     }
   }
   const double typical = calibrated > 0 ? std::exp(log_sum / calibrated) : 1.0;
-  v1::Cluster proto = cluster.toProto();
-  for (int d = 0; d < cluster.size(); ++d) {
-    const double factor = predicted[d] > 0 && measured[d] > 0 ? predicted[d] / measured[d] : typical;
-    proto.mutable_devices(d)->set_gflops(cluster.device(d).gflops * factor);
+  std::vector<double> factors(devices);
+  for (int d = 0; d < devices; ++d) {
+    factors[d] = predicted[d] > 0 && measured[d] > 0 ? measured[d] / predicted[d] : typical;
   }
+  return factors;
+}
+
+Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
+  const std::vector<double> factors = computeFactors(plan, cost, latest);
+  const Cluster& cluster = cost.cluster();
+  v1::Cluster proto = cluster.toProto();
+  for (int d = 0; d < cluster.size(); ++d) proto.mutable_devices(d)->set_gflops(cluster.device(d).gflops / factors[d]);
   return Cluster::fromProto(proto);
 }
 

@@ -51,6 +51,16 @@ void attachWeights(std::vector<v1::StageAssignment>& assignments, const ModelWei
 /// compute, emulated slowdown included; waits and transfers excluded).
 double measuredComputeMs(const v1::IterationReport& report);
 
+/// Per cluster device, the measured over the predicted compute time (forward + backward)
+/// of its members in `plan`, where `latest[m]` is the latest IterationReport of member m
+/// (members in stage order, then member order, as buildAssignments numbers them) and the
+/// prediction is `cost`'s time for that member's share of every micro-batch. A device
+/// without a measurement (no compute events yet, no samples, or outside the plan) gets the
+/// geometric mean of the measured devices' factors (1 when none is measured), so unmeasured
+/// devices stay comparable with measured ones. Feed it to CostModel::setComputeFactors.
+/// Throws Error when `latest` does not have one report per member.
+std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
+
 /// `cost.cluster()` with each device's gflops scaled by predicted / measured compute time,
 /// where `latest[m]` is the latest IterationReport of member m of `plan` (members in stage
 /// order, then member order, as buildAssignments numbers them) and the prediction is the

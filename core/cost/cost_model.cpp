@@ -108,21 +108,34 @@ double CostModel::profiledMs(int d, int begin, int end, int samples, bool backwa
   return std::max(0.0, y0 + (y1 - y0) * (samples - x0) / (x1 - x0));
 }
 
+void CostModel::setComputeFactors(std::vector<double> factors) {
+  if (static_cast<int>(factors.size()) != cluster_->size()) {
+    throw Error("compute factors: " + std::to_string(factors.size()) + " for " + std::to_string(cluster_->size()) +
+                " devices");
+  }
+  for (size_t d = 0; d < factors.size(); ++d) {
+    if (!std::isfinite(factors[d]) || factors[d] <= 0) {
+      throw Error("compute factor of '" + cluster_->device(static_cast<int>(d)).name + "' must be positive");
+    }
+  }
+  factors_ = std::move(factors);
+}
+
 double CostModel::forwardMs(int d, int begin, int end, int samples) const {
   if (samples <= 0 || begin >= end) return 0;
-  if (profiles_[d]) return profiledMs(d, begin, end, samples, false);
-  return samples * model_->forwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6);
+  if (profiles_[d]) return profiledMs(d, begin, end, samples, false) * computeFactor(d);
+  return samples * model_->forwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6) * computeFactor(d);
 }
 
 double CostModel::backwardMs(int d, int begin, int end, int samples) const {
   if (samples <= 0 || begin >= end) return 0;
-  if (profiles_[d]) return profiledMs(d, begin, end, samples, true);
-  return samples * model_->backwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6);
+  if (profiles_[d]) return profiledMs(d, begin, end, samples, true) * computeFactor(d);
+  return samples * model_->backwardFlops(begin, end) / (cluster_->device(d).gflops * 1e6) * computeFactor(d);
 }
 
 double CostModel::updateMs(int d, int begin, int end) const {
   if (begin >= end || !profiles_[d] || profiles_[d]->update.empty()) return 0;
-  return profiles_[d]->update[end] - profiles_[d]->update[begin];
+  return (profiles_[d]->update[end] - profiles_[d]->update[begin]) * computeFactor(d);
 }
 
 double CostModel::allReduceCpuMs(int d, int group_size, double bytes) const {

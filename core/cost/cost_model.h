@@ -38,6 +38,14 @@ class CostModel {
   void setProfiles(const v1::ProfileSet& profiles);
   bool hasProfile(int device) const;
 
+  /// Scales device d's compute (forward, backward, optimizer step) by factors[d]: measured
+  /// over predicted time from training telemetry (control::computeFactors), so the same
+  /// profiles or FLOP counts predict what the devices really do. Throws Error for a size
+  /// other than the device count or a factor that is not finite and positive.
+  void setComputeFactors(std::vector<double> factors);
+  /// 1 for every device until setComputeFactors.
+  double computeFactor(int device) const { return factors_.empty() ? 1.0 : factors_[device]; }
+
   const ModelSpec& model() const { return *model_; }
   const Cluster& cluster() const { return *cluster_; }
   Optimizer optimizer() const { return optimizer_; }
@@ -107,6 +115,7 @@ class CostModel {
   const Cluster* cluster_;
   Optimizer optimizer_;
   std::vector<std::optional<Profile>> profiles_;  // per device
+  std::vector<double> factors_;                   // per device; empty: all 1
 };
 
 /// Per-stage times of one micro-batch under a plan (the slowest member for compute,

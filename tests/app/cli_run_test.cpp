@@ -156,6 +156,8 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--seed", "-4"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--step-timeout", "0"},
       {"run", "--cluster", c, "--model", "alexnet", "--steps", "3"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--calibrate-after", "-1"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--calibrate-after", "soon"},
       {"profile", "--cluster", c},
       {"profile", "--cluster", c, "--model", "mlp", "--micro-batches", "0"},
       {"cluster"},
@@ -232,6 +234,15 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   }
   // Progress went to stderr, a line per step when it is not a terminal.
   EXPECT_TRUE(contains(train.err, "step 6/6")) << train.err;
+  // After step 3 (the default) every device was re-timed from telemetry and the plan re-predicted.
+  EXPECT_EQ(result.calibration_step(), 3);
+  ASSERT_EQ(result.compute_factors_size(), 2);
+  for (const char* device : {"a", "b"}) {
+    ASSERT_TRUE(result.compute_factors().contains(device)) << device;
+    EXPECT_GT(result.compute_factors().at(device), 0) << device;
+  }
+  EXPECT_GT(result.calibrated_samples_per_second(), 0);
+  EXPECT_TRUE(contains(train.err, "calibrated at step 3")) << train.err;
   // The trace: the predicted iteration, then each worker's forward block of every step,
   // the steps one after another.
   v1::ChromeTrace trace;

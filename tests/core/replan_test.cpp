@@ -2,6 +2,8 @@
 // split, speeds calibrated from iteration reports, a cluster narrowed to live devices.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "control/replan.h"
 #include "io/error.h"
 #include "test_fixtures.h"
@@ -179,6 +181,58 @@ TEST(Replan, DevicesWithoutTelemetryMoveByTheMeasuredDevicesTypicalFactor) {
   EXPECT_NEAR(calibrated.device(0).gflops, 10.0 / 4, 1e-9);
   EXPECT_NEAR(calibrated.device(1).gflops, 40.0 / 16, 1e-9);
   EXPECT_NEAR(calibrated.device(2).gflops, 20.0 / 8, 1e-9);
+}
+
+TEST(Replan, ComputeFactorsMakeAProfiledCostModelPredictWhatTheMembersMeasured) {
+  const ModelSpec model = testing::uniformLinearModel(4, 64);
+  const Cluster cluster = testing::makeCluster({10, 40, 20});
+  CostModel cost(model, cluster);
+  // d0 and d1 profiled (2 and 3 ms per layer and pass at one sample, linear above), d2 not.
+  v1::ProfileSet set;
+  for (const auto& [name, ms] : {std::pair{"d0", 2.0}, std::pair{"d1", 3.0}}) {
+    auto* dev = set.add_devices();
+    dev->set_device(name);
+    auto* b = dev->add_batches();
+    b->set_micro_batch(1);
+    for (int l = 0; l < 4; ++l) {
+      auto* t = b->add_layers();
+      t->set_layer(l);
+      t->set_forward_ms(ms);
+      t->set_backward_ms(2 * ms);
+      dev->add_sgd_update_ms(1);
+    }
+  }
+  cost.setProfiles(set);
+  Plan plan;
+  plan.batch_size = 8;
+  plan.microbatches = 2;
+  plan.stages = {Stage{0, 2, {{0, 4}}}, Stage{2, 4, {{1, 4}}}};
+  // d0 trains 1.5x slower than profiled, d1 twice as fast.
+  const double f0 = cost.forwardMs(0, 0, 2, 4), b0 = cost.backwardMs(0, 0, 2, 4);
+  const double f1 = cost.forwardMs(1, 2, 4, 4), b1 = cost.backwardMs(1, 2, 4, 4);
+  const std::vector<v1::IterationReport> latest = {report(1.5 * f0, 1.5 * b0, 2), report(0.5 * f1, 0.5 * b1, 2)};
+  const std::vector<double> factors = computeFactors(plan, cost, latest);
+  ASSERT_EQ(factors.size(), 3u);
+  EXPECT_NEAR(factors[0], 1.5, 1e-9);
+  EXPECT_NEAR(factors[1], 0.5, 1e-9);
+  EXPECT_NEAR(factors[2], std::sqrt(0.75), 1e-9);  // unmeasured: the geometric mean
+
+  CostModel calibrated = cost;
+  calibrated.setComputeFactors(factors);
+  EXPECT_NEAR(calibrated.forwardMs(0, 0, 2, 4) + calibrated.backwardMs(0, 0, 2, 4), 1.5 * (f0 + b0), 1e-9);
+  EXPECT_NEAR(calibrated.forwardMs(1, 2, 4, 4) + calibrated.backwardMs(1, 2, 4, 4), 0.5 * (f1 + b1), 1e-9);
+  EXPECT_NEAR(calibrated.updateMs(0, 0, 2), 1.5 * cost.updateMs(0, 0, 2), 1e-9);
+  EXPECT_NEAR(calibrated.forwardMs(2, 0, 1, 4), std::sqrt(0.75) * cost.forwardMs(2, 0, 1, 4), 1e-9);
+  EXPECT_DOUBLE_EQ(cost.computeFactor(0), 1);  // the copy changed, not the original
+  // The first stage, now the slower one, sets the calibrated pipeline's period.
+  EXPECT_LT(estimatePlan(plan, cost).stages[0].forward_ms, estimatePlan(plan, cost).stages[1].forward_ms);
+  const PlanEstimate e = estimatePlan(plan, calibrated);
+  EXPECT_NEAR(e.stages[0].forward_ms, 1.5 * f0, 1e-9);
+  EXPECT_NEAR(e.bottleneck_ms, 1.5 * (f0 + b0), 1e-9);
+
+  EXPECT_THROW(calibrated.setComputeFactors({1, 1}), Error);
+  EXPECT_THROW(calibrated.setComputeFactors({1, 0, 1}), Error);
+  EXPECT_THROW(calibrated.setComputeFactors({1, std::nan(""), 1}), Error);
 }
 
 TEST(Replan, RestrictClusterKeepsLiveDevicesAndTheirLinks) {
