@@ -32,7 +32,10 @@ int runProfile(std::span<const std::string> args) {
 
   control::Coordinator coordinator(live.cluster, options);
   describeAll(coordinator, clusterUpHint(parsed.value("cluster")));
-  const v1::ProfileSet profiles = coordinator.profile(model, sizes, repeats);
+  const v1::ProfileSet profiles =
+      coordinator.profile(model, sizes, repeats, [](const std::string& device, int done, int total) {
+        std::cerr << "profiled " << device << " (" << done << "/" << total << ")\n";
+      });
   if (parsed.has("out")) io::writeJsonFile(parsed.value("out"), profiles);
   if (parsed.flag("json")) {
     printJson(profiles);

@@ -337,7 +337,10 @@ int runRun(std::span<const std::string> args) {
     std::sort(profile_sizes.begin(), profile_sizes.end());
     profile_sizes.erase(std::unique(profile_sizes.begin(), profile_sizes.end()), profile_sizes.end());
     const auto started = Clock::now();
-    cost.setProfiles(coordinator.profile(model, profile_sizes));
+    if (!json) std::cout << "Profiling " << model.name() << " on " << cluster.size() << " workers..." << std::endl;
+    cost.setProfiles(coordinator.profile(model, profile_sizes, 3, [](const std::string& device, int done, int total) {
+      std::cerr << "profiled " << device << " (" << done << "/" << total << ")\n";
+    }));
     profiled = true;
     if (!json) {
       std::cout << "Profiled " << model.name() << " on every worker in "

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <random>
 
 #include "control/net.h"
@@ -123,7 +124,8 @@ std::vector<WorkerProbe> Coordinator::probe() {
   return probes;
 }
 
-v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats) {
+v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats,
+                                    const ProfileProgress& on_profiled) {
   for (int d = 0; d < cluster_.size(); ++d) client(d);
   v1::ProfileRequest request;
   *request.mutable_model() = model.proto();
@@ -132,6 +134,8 @@ v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int>
 
   std::vector<v1::DeviceProfile> profiles(cluster_.size());
   const std::vector<std::vector<int>> machines = workersByMachine(describe());
+  std::mutex progress_mutex;
+  int done = 0;
   const auto profile_one = [&](int d) {
     WorkerClient& worker = client(d);
     v1::DeviceProfile p = worker.profile(request, options_.profile_timeout);
@@ -152,6 +156,10 @@ v1::ProfileSet Coordinator::profile(const ModelSpec& model, std::span<const int>
     p.set_device(cluster_.device(d).name);
     p.set_model(model.name());
     profiles[d] = std::move(p);
+    if (on_profiled) {
+      std::lock_guard lock(progress_mutex);
+      on_profiled(cluster_.device(d).name, ++done, cluster_.size());
+    }
   };
   // Machines in parallel, the workers of one machine one after another: timed together,
   // co-hosted workers would each see a fraction of the CPU and look several times slower

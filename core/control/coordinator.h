@@ -98,7 +98,11 @@ class Coordinator {
   /// answer names devices as the cluster does, ready for CostModel::setProfiles. Workers on
   /// different machines are timed at once, workers that share a machine (WorkerInfo.host_id)
   /// one after another.
-  v1::ProfileSet profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats = 3);
+  /// `on_profiled(device, done, total)`, when given, is called (from a coordinator thread)
+  /// as each worker's profile arrives.
+  using ProfileProgress = std::function<void(const std::string& device, int done, int total)>;
+  v1::ProfileSet profile(const ModelSpec& model, std::span<const int> micro_batches, int repeats = 3,
+                         const ProfileProgress& on_profiled = {});
 
   /// Sends each member of `plan` its StageAssignment (see buildAssignments) and returns
   /// the replies in the same order. Each stage group's c10d store gets a port that was
