@@ -3,6 +3,7 @@
 // memory, by network domain as SpanTrain groups devices), each result refined by local
 // search on the full cost model.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -25,17 +26,23 @@ constexpr double kRefineBudgetMs = 2500;
 constexpr size_t kRefineStarts = 4;
 /// Plans the simulator judges at the end: the refined ones, then the next-best DP results.
 constexpr size_t kFinalists = 24;
-/// The finalists, best by simulation first, that climb on the simulator, and their budget.
+/// The finalists, best by simulation first, that climb on the simulator, and the bounds of
+/// the time they and the finalists' simulation may take (see plan()).
 constexpr size_t kSimulatedClimbs = 12;
 constexpr double kSimulatedBudgetMs = 1000;
+constexpr double kMinSimulatedBudgetMs = 200;
 /// Up to this many devices the DP runs over every device ordering (5! = 120).
 constexpr int kAllOrderingsUpTo = 5;
 /// Up to this many devices the DP also tries ascending speed and memory orders.
 constexpr int kExtraOrderingsUpTo = 16;
-/// Up to this many devices every ordered pair of devices also leads an ordering.
+/// Up to this many devices every device (and every ordered pair of devices) leads an
+/// ordering, and every device seeds a link clique; above, only the kLargeSeeds fastest.
 constexpr int kPairOrderingsUpTo = 8;
-/// Link speeds at which those clusters are also cut into network domains (see linkDomainOrderings).
+constexpr int kLargeSeeds = 4;
+/// Link speeds at which those clusters are also cut into network domains (see
+/// linkDomainOrderings): this many up to kPairOrderingsUpTo devices, kLargeThresholds above.
 constexpr int kDomainThresholds = 6;
+constexpr int kLargeThresholds = 3;
 /// The DP keeps two tables: one scores the estimated iteration time, the other the
 /// pipeline period first (PipeDream's objective); local search then judges both.
 constexpr int kObjectives = 2;
@@ -65,10 +72,12 @@ std::vector<std::vector<int>> linkDomainOrderings(const Cluster& cluster) {
   }
   std::sort(speeds.begin(), speeds.end());
   speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
-  // At most kDomainThresholds thresholds, spread over the distinct link speeds.
+  // A few thresholds, spread over the distinct link speeds.
+  const bool small = n <= kPairOrderingsUpTo;
+  const int count = small ? kDomainThresholds : kLargeThresholds;
   std::vector<double> thresholds;
-  for (int k = 0; k < kDomainThresholds && !speeds.empty(); ++k) {
-    const size_t at = speeds.size() * static_cast<size_t>(k + 1) / (kDomainThresholds + 1);
+  for (int k = 0; k < count && !speeds.empty(); ++k) {
+    const size_t at = speeds.size() * static_cast<size_t>(k + 1) / (count + 1);
     thresholds.push_back(speeds[std::min(at, speeds.size() - 1)]);
   }
   thresholds.push_back(speeds.empty() ? 0 : speeds.back());
@@ -110,7 +119,8 @@ std::vector<std::vector<int>> linkDomainOrderings(const Cluster& cluster) {
     std::iota(by_speed.begin(), by_speed.end(), 0);
     std::stable_sort(by_speed.begin(), by_speed.end(),
                      [&](int a, int b) { return cluster.device(a).gflops > cluster.device(b).gflops; });
-    for (int seed : by_speed) {
+    const std::vector<int> seeds(by_speed.begin(), by_speed.begin() + (small ? n : std::min(n, kLargeSeeds)));
+    for (int seed : seeds) {
       if (t == thresholds.front()) {
         // Each device first, then the rest by speed: a lone device that beats every group
         // (memory for the whole batch, no all-reduce) is a plan the DP can then form.
@@ -119,7 +129,7 @@ std::vector<std::vector<int>> linkDomainOrderings(const Cluster& cluster) {
           if (d != seed) first.push_back(d);
         }
         out.push_back(first);
-        if (n <= kPairOrderingsUpTo) {
+        if (small) {
           // And with each other device second: two-stage pipelines of single devices
           // joined by their own fast link.
           for (int second : by_speed) {
@@ -468,6 +478,7 @@ class HybridPlanner final : public Planner {
       PlanDraft draft;
     };
     std::vector<Candidate> candidates;
+    const auto dp_started = std::chrono::steady_clock::now();
     for (const auto& order : deviceOrderings(cost.cluster())) {
       StageDp dp(cost, skeleton, order, cuts);
       for (auto& draft : dp.solve()) {
@@ -475,6 +486,7 @@ class HybridPlanner final : public Planner {
         if (ms < kInf) candidates.push_back({ms, std::move(draft)});
       }
     }
+    const double dp_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - dp_started).count();
     if (candidates.empty()) {
       PlanOutcome none;
       none.reason = explainNoFit(cost, request);
@@ -503,23 +515,32 @@ class HybridPlanner final : public Planner {
     }
     for (size_t c = 0; c < candidates.size() && finalists.size() < kFinalists; ++c) add(candidates[c].draft);
     // The estimate can rank near-equal plans the wrong way round and hide a better
-    // neighbour; the best finalists by simulation climb once more on the simulator.
+    // neighbour: the simulator judges the finalists (the refined ones first), and the best
+    // of them climb once more on it, within a twentieth of the DP's time (at least
+    // kMinSimulatedBudgetMs, at most kSimulatedBudgetMs: large clusters' simulations are
+    // slow; the first few finalists are judged whatever it costs).
+    const double budget_ms = std::clamp(dp_ms / 20, kMinSimulatedBudgetMs, kSimulatedBudgetMs);
+    const auto started = std::chrono::steady_clock::now();
+    const auto spent_ms = [&] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    };
     std::vector<std::pair<double, size_t>> simulated;
     for (size_t f = 0; f < finalists.size(); ++f) {
+      if (f > starts && spent_ms() > budget_ms / 2) break;
       simulated.emplace_back(draftIterationMs(finalists[f], cost, skeleton, DraftObjective::Simulated), f);
     }
     std::sort(simulated.begin(), simulated.end());
+    std::pair<double, PlanDraft> best{simulated.front().first, finalists[simulated.front().second]};
     const size_t climbs = std::min(kSimulatedClimbs, simulated.size());
-    for (size_t c = 0; c < climbs; ++c) {
-      if (simulated[c].first == kInf) break;
-      add(refineDraft(finalists[simulated[c].second], cost, skeleton, kSimulatedBudgetMs / static_cast<double>(kSimulatedClimbs),
-                      DraftObjective::Simulated));
+    for (size_t c = 0; c < climbs && simulated[c].first < kInf; ++c) {
+      const double left_ms = budget_ms - spent_ms();
+      if (left_ms <= 0) break;
+      PlanDraft climbed = refineDraft(finalists[simulated[c].second], cost, skeleton,
+                                      left_ms / static_cast<double>(climbs - c), DraftObjective::Simulated);
+      const double ms = draftIterationMs(climbed, cost, skeleton, DraftObjective::Simulated);
+      if (ms < best.first) best = {ms, std::move(climbed)};
     }
-    std::vector<Plan> plans;
-    for (const auto& draft : finalists) {
-      if (auto plan = materialize(draft, cost, skeleton)) plans.push_back(std::move(*plan));
-    }
-    return chooseBySimulation(std::move(plans), cost);
+    return finishOutcome(*materialize(best.second, cost, skeleton), cost);
   }
 };
 
