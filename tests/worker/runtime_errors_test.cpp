@@ -188,6 +188,43 @@ TEST_F(RuntimeErrors, StopAbortsABlockedStageQuickly) {
   EXPECT_TRUE(log.waitFor([](const auto& e) { return e.has_log() && e.log().find("stopped") != std::string::npos; }, 5s));
 }
 
+std::string describedState(WorkerProcess& w) {
+  v1::WorkerInfo info;
+  EXPECT_TRUE(w.call(&v1::Worker::Stub::Describe, v1::DescribeRequest(), &info).ok());
+  return info.state();
+}
+
+TEST_F(RuntimeErrors, AJobWhoseCoordinatorIsGoneIsStoppedWhenItsLeaseRunsOut) {
+  WorkerProcess w("orphan", {"--lease-s", "1"});
+  ASSERT_TRUE(deploy(w, wholeModel("mlp", w)).ok());
+  Clock::time_point gone;
+  {
+    TelemetryLog watching(w.stub());
+    ASSERT_TRUE(start(w, "errors", 0).ok());  // until stopped
+    // Watched, the job trains on past the lease. (Describe, unlike the coordinator's
+    // calls, does not renew the lease: a console listing devices is not a coordinator.)
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(describedState(w), "training");
+    gone = Clock::now();
+  }  // the coordinator vanishes: its telemetry stream ends
+  const auto deadline = gone + 10s;
+  std::string state = describedState(w);
+  while (state == "training" && Clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+    state = describedState(w);
+  }
+  EXPECT_EQ(state, "deployed");
+  EXPECT_GE(Clock::now() - gone, 900ms);  // not before the lease ran out
+  EXPECT_LT(Clock::now() - gone, 5s);
+  // Free for the next coordinator without a restart: a new Deploy and Start are taken.
+  v1::StageAssignment next = wholeModel("mlp", w);
+  next.set_job("next");
+  ASSERT_TRUE(deploy(w, next).ok());
+  TelemetryLog log(w.stub());
+  ASSERT_TRUE(start(w, "next", 1).ok());
+  EXPECT_TRUE(log.waitFor([](const auto& e) { return e.has_finished(); }, 30s));
+}
+
 TEST_F(RuntimeErrors, PushForAnotherJobIsRefused) {
   WorkerProcess w("inbox");
   const auto dead = member("ghost", "127.0.0.1:" + std::to_string(unusedPort()), 4);

@@ -31,6 +31,11 @@ void TelemetryHub::unsubscribe(const std::shared_ptr<Subscription>& subscription
   std::erase(subscribers_, subscription);
 }
 
+size_t TelemetryHub::subscribers() const {
+  std::lock_guard lock(mutex_);
+  return subscribers_.size();
+}
+
 void TelemetryHub::publish(v1::TelemetryEvent event) {
   event.set_worker(worker_);
   std::lock_guard lock(mutex_);

@@ -45,10 +45,12 @@ class TelemetryHub {
 
   /// Ends every subscription (server shutdown).
   void close();
+  /// Open Telemetry streams: a coordinator watching this worker.
+  size_t subscribers() const;
 
  private:
   std::string worker_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::shared_ptr<Subscription>> subscribers_;
   bool closed_ = false;
 };

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "blas_probe.h"
@@ -54,9 +56,47 @@ WorkerNode::WorkerNode(WorkerOptions options) : options_(std::move(options)), hu
   gflops_ = measureMatmulGflops() / options_.slowdown;
   memory_limit_mb_ = options_.memory_mb > 0 ? options_.memory_mb : machineMemoryMb();
   address_ = options_.listen;
+  if (options_.lease_s > 0) lease_thread_ = std::thread([this] { watchLease(); });
 }
 
 WorkerNode::~WorkerNode() { shutdown(); }
+
+void WorkerNode::touch() {
+  std::lock_guard lock(mutex_);
+  last_contact_ = std::chrono::steady_clock::now();
+}
+
+void WorkerNode::watchLease() {
+  const auto lease = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options_.lease_s));
+  const auto poll = std::min<std::chrono::steady_clock::duration>(lease / 4, std::chrono::milliseconds(250));
+  std::unique_lock wait(lease_mutex_);
+  while (!lease_changed_.wait_for(wait, poll, [&] { return lease_closing_; })) {
+    std::string job;
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ != State::Training || hub_.subscribers() > 0) {
+        last_contact_ = std::max(last_contact_, std::chrono::steady_clock::now() - poll);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() - last_contact_ < lease) continue;
+      job = job_;
+    }
+    wait.unlock();
+    try {
+      v1::StopRequest request;
+      request.set_job(job);
+      const v1::StopReply reply = stop(request);
+      hub_.log(job, "no coordinator for " + std::to_string(options_.lease_s) + " s: stopped job '" + job +
+                        "' at step " + std::to_string(reply.step()) + " (lease expired); ready for a new Deploy");
+      std::fprintf(stderr, "stagecraft-worker: no coordinator for %g s: stopped job '%s' at step %lld\n",
+                   options_.lease_s, job.c_str(), static_cast<long long>(reply.step()));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "stagecraft-worker: lease on job '%s': %s\n", job.c_str(), e.what());
+    }
+    wait.lock();
+  }
+}
 
 void WorkerNode::setAddress(const std::string& address) {
   std::lock_guard lock(mutex_);
@@ -266,6 +306,12 @@ void WorkerNode::setWeights(const v1::StageWeights& weights) {
 void WorkerNode::receive(v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); }
 
 void WorkerNode::shutdown() {
+  {
+    std::lock_guard lock(lease_mutex_);
+    lease_closing_ = true;
+  }
+  lease_changed_.notify_all();
+  if (lease_thread_.joinable() && lease_thread_.get_id() != std::this_thread::get_id()) lease_thread_.join();
   {
     std::lock_guard lock(mutex_);
     if (runtime_ && state_ == State::Training) runtime_->requestStop();

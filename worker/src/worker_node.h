@@ -3,6 +3,8 @@
 // telemetry and the inbox peers push into. The gRPC service is a thin shell over this.
 // Torch-free header.
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +49,9 @@ class WorkerNode {
   void receive(v1::PeerTensor tensor);
 
   TelemetryHub& telemetry() { return hub_; }
+  /// A coordinator called (Start, Stop, Deploy, Heartbeat, weights, a Telemetry stream
+  /// opening or closing): the lease on a training job starts again.
+  void touch();
   /// Stops training and ends every telemetry stream (server shutdown).
   void shutdown();
 
@@ -56,6 +61,10 @@ class WorkerNode {
   std::shared_ptr<StageRuntime> deployed() const;
   void train(std::shared_ptr<StageRuntime> runtime, std::int64_t iterations);
   void joinTrainer();
+  /// Stops a training job that no Telemetry stream watches and no coordinator called for
+  /// --lease-s: its coordinator is gone (killed, or its machine or link down), and the job
+  /// would otherwise train on unwatched and refuse every new run.
+  void watchLease();
 
   WorkerOptions options_;
   BlasInfo blas_;
@@ -72,6 +81,12 @@ class WorkerNode {
   std::string job_;
   std::shared_ptr<StageRuntime> runtime_;
   std::thread trainer_;
+  std::chrono::steady_clock::time_point last_contact_ = std::chrono::steady_clock::now();
+
+  std::mutex lease_mutex_;
+  std::condition_variable lease_changed_;
+  bool lease_closing_ = false;
+  std::thread lease_thread_;
 };
 
 }  // namespace stagecraft::worker

@@ -29,7 +29,7 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
-         "                         [--memory-mb M] [--peer-timeout-s S]\n"
+         "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
          "Serves the stagecraft.v1.Worker gRPC service: runs one pipeline stage of a model in\n"
@@ -45,6 +45,9 @@ std::string workerUsage() {
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
          "  --memory-mb M          memory a stage may use (default: the machine's)\n"
          "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
+         "  --lease-s S            stop a training job whose coordinator is gone (no telemetry\n"
+         "                         stream, no call) for S seconds, ready for a new Deploy\n"
+         "                         (default 10; 0: never)\n"
          "  --beacon-port P        announce this worker on UDP port P (default 47800; 0: off)\n"
          "  --beacon-interval-ms I one beacon every I ms (default 1000)\n"
          "  --beacon-to ADDR       IPv4 address the beacons go to (default 255.255.255.255,\n"
@@ -102,6 +105,8 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       o.memory_mb = parseNumber(flag, next(), 0, false);
     } else if (flag == "--peer-timeout-s") {
       o.peer_timeout_s = parseNumber(flag, next(), 0, false);
+    } else if (flag == "--lease-s") {
+      o.lease_s = parseNumber(flag, next(), 0, true);
     } else if (flag == "--beacon-port") {
       const double p = parseNumber(flag, next(), 0, true);
       if (p != std::floor(p) || p > 65535) throw Error("--beacon-port: '" + value + "' is not a port");

@@ -15,6 +15,7 @@ struct WorkerOptions {
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
   double memory_mb = 0;         ///< memory a stage may use; 0 = the machine's
   double peer_timeout_s = 30;   ///< how long to wait for a peer's tensor or the group
+  double lease_s = 10;          ///< a training job nobody watches is stopped after this long; 0 = never
   int beacon_port = 47800;      ///< UDP port of the discovery beacon; 0 = no beacon (control::kDefaultBeaconPort)
   int beacon_interval_ms = 1000;
   std::string beacon_to = "255.255.255.255";  ///< IPv4 address beacons go to (broadcast by default)

@@ -16,20 +16,24 @@ grpc::Status WorkerService::Profile(grpc::ServerContext*, const v1::ProfileReque
 
 grpc::Status WorkerService::Deploy(grpc::ServerContext*, const v1::StageAssignment* request,
                                    v1::DeployReply* reply) {
+  node_.touch();
   return guarded([&] { *reply = node_.deploy(*request); });
 }
 
 grpc::Status WorkerService::Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply*) {
+  node_.touch();
   return guarded([&] { node_.start(*request); });
 }
 
 grpc::Status WorkerService::Stop(grpc::ServerContext*, const v1::StopRequest* request, v1::StopReply* reply) {
+  node_.touch();
   return guarded([&] { *reply = node_.stop(*request); });
 }
 
 grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
                                       grpc::ServerWriter<v1::TelemetryEvent>* writer) {
   auto& hub = node_.telemetry();
+  node_.touch();
   auto subscription = hub.subscribe();
   // The first event tells the subscriber it will see everything from now on.
   const v1::WorkerInfo info = node_.describe();
@@ -42,19 +46,23 @@ grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::Te
     if (auto event = subscription->next(std::chrono::milliseconds(200))) open = writer->Write(*event);
   }
   hub.unsubscribe(subscription);
+  node_.touch();  // the lease runs from the stream's end
   return grpc::Status::OK;
 }
 
 grpc::Status WorkerService::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+  node_.touch();
   return guarded([&] { *reply = node_.heartbeat(); });
 }
 
 grpc::Status WorkerService::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* request,
                                        v1::StageWeights* reply) {
+  node_.touch();
   return guarded([&] { *reply = node_.weights(request->optimizer_state()); });
 }
 
 grpc::Status WorkerService::SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) {
+  node_.touch();
   return guarded([&] { node_.setWeights(*request); });
 }
 
