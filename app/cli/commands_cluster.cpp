@@ -11,7 +11,7 @@ namespace stagecraft::cli {
 namespace {
 
 constexpr char kClusterHelp[] =
-    "Usage: stagecraft-cli cluster <up|down|status> --cluster C [options]\n"
+    "Usage: stagecraft-cli cluster <up|down|status|stop> --cluster C [options]\n"
     "\n"
     "Runs a cluster's devices as local stagecraft-worker processes on loopback, each slowed\n"
     "down to its device's relative speed and limited to its bandwidth and memory.\n"
@@ -20,6 +20,7 @@ constexpr char kClusterHelp[] =
     "  up      start one worker per device; they keep running after this command exits\n"
     "  down    stop the workers `up` started\n"
     "  status  ask every worker of the cluster what it is doing\n"
+    "  stop    stop the job the cluster's workers are training (one whose coordinator is gone)\n"
     "\n"
     "`stagecraft-cli cluster <subcommand> --help` shows a subcommand's options.\n";
 
@@ -121,10 +122,43 @@ int clusterStatus(std::span<const std::string> args) {
   return kExitOk;
 }
 
+int clusterStop(std::span<const std::string> args) {
+  ArgumentParser parser("cluster stop",
+                        "Stops the job a cluster's workers are training, e.g. after the `run` that deployed it was "
+                        "killed: each worker stops at the end of its step and keeps the job deployed, ready for "
+                        "a new run. Works on any cluster's workers, local or not.");
+  parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
+      .option("job", "J", "only this job (default: whatever each worker trains)")
+      .epilog("Exit status 1 when a worker does not answer.");
+  const ParsedArguments parsed = parser.parse(args);
+  const LiveCluster live = openCluster(parsed.value("cluster"));
+  control::CoordinatorOptions options;
+  options.call_timeout = std::chrono::milliseconds(10000);
+  control::Coordinator coordinator(live.cluster, options);
+  int stopped = 0, failed = 0;
+  std::string first_error;
+  for (const auto& o : coordinator.stopJobs(parsed.value("job"))) {
+    if (!o.error.empty()) {
+      if (failed++ == 0) first_error = o.error;
+      continue;
+    }
+    if (o.stopped) {
+      ++stopped;
+      std::cout << "Stopped job " << o.job << " on " << o.device << " at step " << o.step << "\n";
+    }
+  }
+  if (stopped == 0) std::cout << "No worker of cluster " << live.cluster.name() << " was training\n";
+  if (failed > 0) {
+    printFailure(first_error + (failed > 1 ? " (+" + std::to_string(failed - 1) + " more)" : std::string()));
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int runCluster(std::span<const std::string> args) {
-  if (args.empty()) throw Error("cluster: needs a subcommand: up, down or status (see --help)");
+  if (args.empty()) throw Error("cluster: needs a subcommand: up, down, status or stop (see --help)");
   if (args[0] == "--help" || args[0] == "-h") {
     std::cout << kClusterHelp;
     return kExitOk;
@@ -134,7 +168,8 @@ int runCluster(std::span<const std::string> args) {
   if (sub == "up") return clusterUp(rest);
   if (sub == "down") return clusterDown(rest);
   if (sub == "status") return clusterStatus(rest);
-  throw Error("cluster: unknown subcommand '" + sub + "' (up, down or status; see --help)");
+  if (sub == "stop") return clusterStop(rest);
+  throw Error("cluster: unknown subcommand '" + sub + "' (up, down, status or stop; see --help)");
 }
 
 }  // namespace stagecraft::cli

@@ -30,7 +30,7 @@ constexpr Command kCommands[] = {
     {"plan", "plan a model on a cluster and explain the plan", stagecraft::cli::runPlan},
     {"simulate", "validate a plan file and simulate one training iteration", stagecraft::cli::runSimulate},
     {"compare", "run every planner on one model and cluster, side by side", stagecraft::cli::runCompare},
-    {"cluster", "start, stop or inspect local workers for a cluster (up, down, status)", stagecraft::cli::runCluster},
+    {"cluster", "start, stop or inspect local workers for a cluster; stop its job (up, down, status, stop)", stagecraft::cli::runCluster},
     {"discover", "list the workers announcing themselves on the LAN (UDP beacons)", stagecraft::cli::runDiscover},
     {"profile", "have every worker of a cluster time each layer of a model", stagecraft::cli::runProfile},
     {"run", "profile, plan, deploy and train a model on a cluster's workers", stagecraft::cli::runRun},

@@ -105,6 +105,32 @@ std::vector<std::vector<int>> workersByMachine(const std::vector<v1::WorkerInfo>
   return machines;
 }
 
+std::vector<StopOutcome> Coordinator::stopJobs(const std::string& job) {
+  std::vector<StopOutcome> out(cluster_.size());
+  parallelFor(cluster_.size(), [&](int d) {
+    StopOutcome& o = out[d];
+    o.device = cluster_.device(d).name;
+    if (!clients_[d]) {
+      o.error = "device '" + o.device + "' has no worker address";
+      return;
+    }
+    try {
+      const v1::HeartbeatReply beat = clients_[d]->heartbeat(options_.call_timeout);
+      o.reachable = true;
+      o.job = beat.job();
+      o.step = beat.step();
+      if (beat.state() != "training" || (!job.empty() && beat.job() != job)) return;
+      v1::StopRequest request;
+      request.set_job(beat.job());
+      o.step = clients_[d]->stop(request, options_.call_timeout).step();
+      o.stopped = true;
+    } catch (const WorkerError& e) {
+      o.error = e.what();
+    }
+  });
+  return out;
+}
+
 std::vector<WorkerProbe> Coordinator::probe() {
   std::vector<WorkerProbe> probes(cluster_.size());
   parallelFor(cluster_.size(), [&](int d) {

@@ -73,6 +73,16 @@ struct TrainingResult {
 /// queue; wait() folds the queue into pipeline steps (TelemetryAggregator), probes a
 /// silent member with Heartbeat and gives up on it after silence_limit. An error from any
 /// worker stops all of them and ends the run with that worker's message.
+/// What `Coordinator::stopJobs` found and did on one device's worker.
+struct StopOutcome {
+  std::string device;
+  bool reachable = false;
+  std::string error;         ///< why the worker did not answer (or refused the Stop)
+  std::string job;           ///< the job it held, "" for none
+  bool stopped = false;      ///< it was training that job and now is not
+  std::int64_t step = 0;     ///< the step it stopped at
+};
+
 /// Device indices grouped by the machine their worker runs on (WorkerInfo.host_id, or the
 /// address's host for a worker that does not say; every loopback address is one machine),
 /// in order of first appearance.
@@ -93,6 +103,10 @@ class Coordinator {
   std::vector<v1::WorkerInfo> describe();
   /// Describe on every device's worker without throwing for one that fails.
   std::vector<WorkerProbe> probe();
+  /// Stops whatever job every device's worker is training (only `job` when not empty), as a
+  /// coordinator that crashed would have: a worker's state says whether it trains. Never
+  /// throws for one worker; in cluster order.
+  std::vector<StopOutcome> stopJobs(const std::string& job = {});
 
   /// Every device's worker times every layer of `model` at each micro-batch size. The
   /// answer names devices as the cluster does, ready for CostModel::setProfiles. Workers on

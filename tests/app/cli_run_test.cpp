@@ -163,6 +163,7 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
       {"cluster"},
       {"cluster", "sideways", "--cluster", c},
       {"cluster", "up"},
+      {"cluster", "stop"},
       {"cluster", "up", "--cluster", c, "--worker-binary", (dir_ / "no-such-worker").string()},
       {"cluster", "up", "--cluster", c, "--worker-binary", "/bin/true", "--timeout", "soon"},
       {"cluster", "down", "--cluster", "moon-base"},
@@ -261,6 +262,11 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
     ASSERT_EQ(starts.size(), 6u) << pid;
     for (size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i], starts[i - 1]) << pid;
   }
+
+  // Nothing trains after the run: `cluster stop` says so and leaves the workers up.
+  const CapturedRun stop = run({"cluster", "stop", "--cluster", cluster});
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_TRUE(contains(stop.out, "No worker of cluster duo was training")) << stop.out;
 
   const CapturedRun down = run({"cluster", "down", "--cluster", cluster});
   ASSERT_EQ(down.exit_code, 0) << down.err;

@@ -18,6 +18,7 @@
 #include "control/local_cluster.h"
 #include "control/net.h"
 #include "control/telemetry.h"
+#include "control/worker_client.h"
 #include "cost/cost_model.h"
 #include "fake_worker.h"
 #include "control_fixtures.h"
@@ -277,6 +278,44 @@ TEST(ControlCoordinator, ProfilesWorkersOfOneMachineOneAtATime) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(fakes.worker(i).profiles(), 1);
   EXPECT_EQ(peak_a, 1) << "two workers of one machine were profiled at the same time";
   EXPECT_LE(peak, 2);
+}
+
+TEST(ControlCoordinator, StopJobsStopsWhatAVanishedCoordinatorLeftTraining) {
+  std::vector<FakeWorkerScript> scripts(3);
+  for (auto& s : scripts) s.iteration_ms = 20;
+  FakeCluster fakes = startFakes({100, 50, 25}, scripts);
+  // A coordinator deploys to d0 and d1 and starts a long run, then is never heard again.
+  auto crashed = std::make_unique<Coordinator>(fakes.cluster, quickOptions());
+  deployStages(*crashed, {Stage{0, 4, {{0, 16}}}, Stage{4, 8, {{1, 16}}}});
+  const std::string job = crashed->job();
+  std::thread run([&] {
+    try {
+      crashed->train(100000);
+    } catch (const std::exception&) {
+      // Ended by the stop below: the run it belonged to is gone anyway.
+    }
+  });
+  control::WorkerClient probe({"d1", fakes.servers[1]->address()});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (probe.heartbeat(milliseconds(2000)).state() != "training" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+
+  Coordinator rescuer(fakes.cluster, quickOptions());
+  EXPECT_TRUE(rescuer.stopJobs("another-job")[0].job == job);  // a filter that matches nothing
+  EXPECT_EQ(fakes.worker(0).stops(), 0);
+  const std::vector<control::StopOutcome> outcomes = rescuer.stopJobs();
+  run.join();
+  ASSERT_EQ(outcomes.size(), 3u);
+  for (int d : {0, 1}) {
+    EXPECT_TRUE(outcomes[d].reachable) << outcomes[d].error;
+    EXPECT_TRUE(outcomes[d].stopped) << d;
+    EXPECT_EQ(outcomes[d].job, job);
+    EXPECT_GE(fakes.worker(d).stops(), 1);
+  }
+  EXPECT_TRUE(outcomes[2].reachable);
+  EXPECT_FALSE(outcomes[2].stopped);  // d2 held no job
+  EXPECT_EQ(outcomes[2].job, "");
 }
 
 TEST(ControlCoordinator, DeploySendsEveryMemberItsAssignment) {

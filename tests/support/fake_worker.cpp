@@ -111,6 +111,7 @@ grpc::Status FakeWorker::Start(grpc::ServerContext*, const v1::StartRequest* req
     lock.lock();
   }
   stopping_ = false;
+  training_ = true;
   ++starts_;
   const std::int64_t first = assignment_->start_step() + 1;
   trainer_ =
@@ -140,6 +141,7 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
       error.set_job(assignment.job());
       error.set_error("stage " + std::to_string(assignment.stage()) + " diverged: loss is NaN at step " +
                       std::to_string(step));
+      training_ = false;
       publish(error);
       return;
     }
@@ -149,6 +151,7 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
     for (const auto& e : events) publish(e);
     step_ = step;
   }
+  training_ = false;
   v1::TelemetryEvent done;
   done.set_worker(script_.name);
   done.set_job(assignment.job());
@@ -202,7 +205,7 @@ grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::Telem
 
 grpc::Status FakeWorker::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
   std::lock_guard lock(mutex_);
-  reply->set_state(assignment_ ? "deployed" : "idle");
+  reply->set_state(training_ && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
   reply->set_step(step_);
   reply->set_job(assignment_ ? assignment_->job() : "");
   return grpc::Status::OK;

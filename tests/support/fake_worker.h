@@ -81,6 +81,7 @@ class FakeWorker final : public v1::Worker::Service {
   std::vector<std::deque<v1::TelemetryEvent>*> subscribers_;
   std::thread trainer_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> training_{false};  ///< between Start and the run's end (finished or failed)
   std::atomic<std::int64_t> step_{0};
   bool shutdown_ = false;
   bool close_streams_ = false;
