@@ -402,8 +402,14 @@ int runRun(std::span<const std::string> args) {
       progress.step(s);
       if (calibrate_after > 0 && s.step == calibrate_after && steps > calibrate_after && !calibration) {
         const PlanRequest again{plan.batch_size, 0, plan.schedule};
-        calibration = calibrate(plan, cost, latest, planner ? *planner : *makePlanner("hybrid"), again);
         progress.finish();
+        try {
+          calibration = calibrate(plan, cost, latest, planner ? *planner : *makePlanner("hybrid"), again);
+        } catch (const std::exception& e) {
+          // Advice only: a calibration that cannot be made never ends the run.
+          std::cerr << "calibration at step " << s.step << " skipped: " << e.what() << "\n";
+          return;
+        }
         printCalibration(*calibration, s.step, predicted.samples_per_second, model, cluster, std::cerr);
         if (calibration->suggested && parsed.has("suggested-plan")) {
           io::writeJsonFile(parsed.value("suggested-plan"), planToProto(*calibration->suggested, model, cluster));

@@ -87,10 +87,12 @@ void WorkerNode::watchLease() {
       v1::StopRequest request;
       request.set_job(job);
       const v1::StopReply reply = stop(request);
-      hub_.log(job, "no coordinator for " + std::to_string(options_.lease_s) + " s: stopped job '" + job +
-                        "' at step " + std::to_string(reply.step()) + " (lease expired); ready for a new Deploy");
-      std::fprintf(stderr, "stagecraft-worker: no coordinator for %g s: stopped job '%s' at step %lld\n",
-                   options_.lease_s, job.c_str(), static_cast<long long>(reply.step()));
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "no coordinator for %g s: stopped job '%s' at step %lld (lease expired); ready for a new Deploy",
+                    options_.lease_s, job.c_str(), static_cast<long long>(reply.step()));
+      hub_.log(job, line);
+      std::fprintf(stderr, "stagecraft-worker: %s\n", line);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "stagecraft-worker: lease on job '%s': %s\n", job.c_str(), e.what());
     }
