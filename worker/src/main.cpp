@@ -3,8 +3,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <malloc.h>
-#include <pthread.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstdio>
@@ -41,6 +43,13 @@ void keepFreedMemory() {
 #endif
 }
 
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void onTerminate(int signal) {
+  const unsigned char byte = static_cast<unsigned char>(signal);
+  [[maybe_unused]] const auto written = ::write(g_signal_pipe[1], &byte, 1);  // async-signal-safe
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,13 +66,20 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // Signals are taken by sigwait below, not by whichever thread they hit; every thread
-  // started from here on inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT and SIGTERM end the worker through a pipe the main thread reads. Blocking them
+  // and waiting in sigwait is not enough: threads that exist before main (OpenBLAS starts
+  // its pool when the library loads) do not inherit a mask set here, and a signal the kernel
+  // hands to one of them would kill the process outright.
+  if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
+    std::perror("stagecraft-worker: pipe");
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = onTerminate;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
 
   try {
     WorkerNode node(options);
@@ -97,8 +113,9 @@ int main(int argc, char** argv) {
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);
 
-    int signal = 0;
-    sigwait(&signals, &signal);
+    unsigned char signal = 0;
+    while (::read(g_signal_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    }
     std::fprintf(stderr, "stagecraft-worker: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
     beacon.reset();  // gone before the service stops answering the address it announces
     node.shutdown();
