@@ -22,6 +22,10 @@ void printFailure(std::string_view reason) {
   std::cerr << "stagecraft-cli: " << line << std::endl;
 }
 
+std::string firstOfMany(const std::string& first, size_t count) {
+  return count > 1 ? first + " (+" + std::to_string(count - 1) + " more)" : first;
+}
+
 void printJson(const google::protobuf::Message& message) {
   std::cout << io::toJson(message);
   std::cout << "\n";

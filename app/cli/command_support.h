@@ -29,6 +29,9 @@ constexpr int kExitInfeasible = 3;  ///< the input is fine but no plan fits
 /// Prints `stagecraft-cli: <reason>` to stderr as exactly one line.
 void printFailure(std::string_view reason);
 
+/// `first`, then " (+N more)" when `count` problems were found: one line for many.
+std::string firstOfMany(const std::string& first, size_t count);
+
 /// Prints message as JSON (snake_case names, defaults included) to stdout.
 void printJson(const google::protobuf::Message& message);
 

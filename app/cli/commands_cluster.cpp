@@ -113,8 +113,7 @@ int clusterStatus(std::span<const std::string> args) {
     printReport(report);
   }
   if (unreachable > 0) {
-    std::string reason = first;
-    if (unreachable > 1) reason += " (+" + std::to_string(unreachable - 1) + " more)";
+    std::string reason = firstOfMany(first, unreachable);
     if (!live.local) reason += "; " + clusterUpHint(parsed.value("cluster"));
     printFailure(reason);
     return kExitInternal;
@@ -149,7 +148,7 @@ int clusterStop(std::span<const std::string> args) {
   }
   if (stopped == 0) std::cout << "No worker of cluster " << live.cluster.name() << " was training\n";
   if (failed > 0) {
-    printFailure(first_error + (failed > 1 ? " (+" + std::to_string(failed - 1) + " more)" : std::string()));
+    printFailure(firstOfMany(first_error, failed));
     return kExitInternal;
   }
   return kExitOk;

@@ -352,9 +352,7 @@ int runRun(std::span<const std::string> args) {
   if (from_file) {
     plan = planFromProto(plan_file, cluster);
     if (const auto problems = validatePlan(plan, cost); !problems.empty()) {
-      std::string reason = "invalid plan: " + problems.front();
-      if (problems.size() > 1) reason += " (+" + std::to_string(problems.size() - 1) + " more)";
-      printFailure(reason);
+      printFailure(firstOfMany("invalid plan: " + problems.front(), problems.size()));
       return kExitBadInput;
     }
   } else {

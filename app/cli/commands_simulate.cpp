@@ -43,9 +43,7 @@ int runSimulate(std::span<const std::string> args) {
 
   if (const auto problems = validatePlan(plan, cost); !problems.empty()) {
     if (parsed.flag("json")) printProblemsJson(problems);
-    std::string reason = "invalid plan: " + problems.front();
-    if (problems.size() > 1) reason += " (+" + std::to_string(problems.size() - 1) + " more)";
-    printFailure(reason);
+    printFailure(firstOfMany("invalid plan: " + problems.front(), problems.size()));
     return kExitBadInput;
   }
 

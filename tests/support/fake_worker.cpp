@@ -53,7 +53,7 @@ grpc::Status FakeWorker::Describe(grpc::ServerContext*, const v1::DescribeReques
   info->mutable_emulation()->set_bandwidth_mbps(script_.bandwidth_mbps);
   info->mutable_emulation()->set_memory_mb(script_.memory_mb);
   std::lock_guard lock(mutex_);
-  info->set_state(trainer_.joinable() && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
+  info->set_state(training_ && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
   info->set_job(assignment_ ? assignment_->job() : "");
   return grpc::Status::OK;
 }
