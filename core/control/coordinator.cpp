@@ -131,7 +131,13 @@ std::vector<StopOutcome> Coordinator::stopJobs(const std::string& job) {
   return out;
 }
 
-std::vector<WorkerProbe> Coordinator::probe() {
+void Coordinator::setSilenceLimits(milliseconds probe_after, milliseconds silence_limit) {
+  options_.probe_after = std::max(probe_after, milliseconds(1));
+  options_.silence_limit = std::max(silence_limit, milliseconds(1));
+}
+
+std::vector<WorkerProbe> Coordinator::probe(milliseconds deadline) {
+  if (deadline <= milliseconds(0)) deadline = options_.call_timeout;
   std::vector<WorkerProbe> probes(cluster_.size());
   parallelFor(cluster_.size(), [&](int d) {
     WorkerProbe& p = probes[d];
@@ -141,10 +147,11 @@ std::vector<WorkerProbe> Coordinator::probe() {
       return;
     }
     try {
-      p.info = clients_[d]->describe(options_.call_timeout);
+      p.info = clients_[d]->describe(deadline);
       p.reachable = true;
     } catch (const WorkerError& e) {
       p.error = e.what();
+      p.timed_out = e.timedOut();
     }
   });
   return probes;
@@ -391,7 +398,9 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
   TrainingResult result;
   std::vector<Clock::time_point> last_heard(n, Clock::now());
   std::vector<Clock::time_point> last_probe(n, Clock::now());
-  const milliseconds probe_deadline = std::min(options_.call_timeout, milliseconds(5000));
+  // A member probed after a short silence gets as short an answer time (at least 1 s).
+  const milliseconds probe_deadline =
+      std::min({options_.call_timeout, milliseconds(5000), std::max(options_.probe_after, milliseconds(1000))});
   const milliseconds tick = std::min(milliseconds(200), options_.probe_after);
   auto next_watch = Clock::now() + tick;
 

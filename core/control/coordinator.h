@@ -45,6 +45,7 @@ struct CoordinatorOptions {
 struct WorkerProbe {
   WorkerEndpoint endpoint;
   bool reachable = false;
+  bool timed_out = false;  ///< not reachable because it did not answer in time (a stalled process)
   v1::WorkerInfo info;
   std::string error;  ///< one line naming the worker, when not reachable
 };
@@ -101,8 +102,12 @@ class Coordinator {
   /// Describe on every device's worker; in cluster order. Throws WorkerError for the first
   /// device, in cluster order, whose worker fails, and Error for a device with no address.
   std::vector<v1::WorkerInfo> describe();
-  /// Describe on every device's worker without throwing for one that fails.
-  std::vector<WorkerProbe> probe();
+  /// Describe on every device's worker without throwing for one that fails, each within
+  /// `deadline` (call_timeout when zero).
+  std::vector<WorkerProbe> probe(std::chrono::milliseconds deadline = std::chrono::milliseconds(0));
+  /// Changes probe_after and silence_limit for the next wait(): a run that knows its step
+  /// time gives up on a silent member after a few steps instead of the first limit.
+  void setSilenceLimits(std::chrono::milliseconds probe_after, std::chrono::milliseconds silence_limit);
   /// Stops whatever job every device's worker is training (only `job` when not empty), as a
   /// coordinator that crashed would have: a worker's state says whether it trains. Never
   /// throws for one worker; in cluster order.

@@ -164,4 +164,44 @@ Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> liv
   return Cluster::fromProto(out);
 }
 
+std::optional<Plan> withoutDevices(const Plan& plan, const Cluster& cluster, const Cluster& survivors,
+                                   std::span<const std::string> lost) {
+  const std::set<std::string, std::less<>> gone(lost.begin(), lost.end());
+  Plan out = plan;
+  for (Stage& stage : out.stages) {
+    std::vector<DeviceShare> kept;
+    int lost_samples = 0;
+    for (const DeviceShare& m : stage.members) {
+      const std::string& name = cluster.device(m.device).name;
+      if (gone.count(name)) {
+        lost_samples += m.samples;
+        continue;
+      }
+      const auto at = survivors.find(name);
+      if (!at) throw Error("cluster '" + survivors.name() + "' has no device '" + name + "'");
+      kept.push_back({*at, m.samples});
+    }
+    if (kept.empty()) return std::nullopt;
+    // Largest remainders: each survivor's exact part of the lost samples, rounded down,
+    // and what is left one sample each to the largest fractions (the first on a tie).
+    int kept_samples = 0;
+    for (const auto& m : kept) kept_samples += m.samples;
+    std::vector<std::pair<double, int>> fractions;
+    int given = 0;
+    for (int i = 0; i < static_cast<int>(kept.size()); ++i) {
+      const double exact = kept_samples > 0 ? static_cast<double>(lost_samples) * kept[i].samples / kept_samples
+                                            : static_cast<double>(lost_samples) / static_cast<double>(kept.size());
+      const int whole = static_cast<int>(std::floor(exact));
+      kept[i].samples += whole;
+      given += whole;
+      fractions.emplace_back(exact - whole, i);
+    }
+    std::stable_sort(fractions.begin(), fractions.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (int k = 0; given < lost_samples; ++k, ++given) kept[fractions[k % fractions.size()].second].samples += 1;
+    stage.members = std::move(kept);
+  }
+  out.cluster = survivors.name();
+  return out;
+}
+
 }  // namespace stagecraft::control

@@ -75,4 +75,12 @@ Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<cons
 /// links between them. Throws Error for a name the cluster lacks, or when none is left.
 Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> live);
 
+/// `plan` (over `cluster`) without its members on the devices named in `lost`, expressed
+/// over `survivors` (a cluster holding every device the plan keeps, by name): the
+/// survivors of a group split the lost members' samples in proportion to their own shares,
+/// so every stage still computes whole micro-batches. nullopt when a stage loses every
+/// member. Throws Error when a kept device is missing from `survivors`.
+std::optional<Plan> withoutDevices(const Plan& plan, const Cluster& cluster, const Cluster& survivors,
+                                   std::span<const std::string> lost);
+
 }  // namespace stagecraft::control

@@ -88,7 +88,10 @@ std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, 
 
 WorkerError workerFailure(const WorkerEndpoint& worker, std::string_view call, const grpc::Status& status,
                           std::chrono::milliseconds deadline) {
-  return WorkerError(worker.name, describeStatus(worker, call, status, deadline));
+  return WorkerError(worker.name, describeStatus(worker, call, status, deadline),
+                     static_cast<int>(status.error_code()));
 }
+
+bool WorkerError::timedOut() const { return grpc_code_ == static_cast<int>(grpc::StatusCode::DEADLINE_EXCEEDED); }
 
 }  // namespace stagecraft::control

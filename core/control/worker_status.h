@@ -25,13 +25,20 @@ struct WorkerEndpoint {
 /// as is.
 class WorkerError : public std::runtime_error {
  public:
-  WorkerError(std::string worker, const std::string& message)
-      : std::runtime_error(message), worker_(std::move(worker)) {}
+  WorkerError(std::string worker, const std::string& message, int grpc_code = -1)
+      : std::runtime_error(message), worker_(std::move(worker)), grpc_code_(grpc_code) {}
   /// The device whose worker failed.
   const std::string& worker() const { return worker_; }
+  /// The failed call's grpc::StatusCode; -1 when the failure was not a call's status
+  /// (a telemetry report, a protocol error).
+  int grpcCode() const { return grpc_code_; }
+  /// The worker did not answer within the call's deadline (alive but stalled, or a host
+  /// that drops packets).
+  bool timedOut() const;
 
  private:
   std::string worker_;
+  int grpc_code_ = -1;
 };
 
 /// The one table from a failed call's grpc::Status to what a user reads, e.g.

@@ -91,7 +91,11 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext*, const v1::StageAssignment*
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
   }
   std::lock_guard lock(mutex_);
+  if (assignment->has_weights() && assignment->weights().step() != assignment->start_step()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "weights of another step");
+  }
   assignment_ = *assignment;
+  step_ = assignment->start_step();
   reply->set_memory_mb(1);
   reply->set_parameters(1000);
   return grpc::Status::OK;
@@ -113,9 +117,9 @@ grpc::Status FakeWorker::Start(grpc::ServerContext*, const v1::StartRequest* req
   stopping_ = false;
   training_ = true;
   ++starts_;
-  const std::int64_t first = assignment_->start_step() + 1;
-  trainer_ =
-      std::thread([this, first, last = assignment_->start_step() + request->iterations()] { train(first, last); });
+  // Each Start goes on from the step the last one reached, as a worker does.
+  const std::int64_t first = step_ + 1;
+  trainer_ = std::thread([this, first, last = step_ + request->iterations()] { train(first, last); });
   return grpc::Status::OK;
 }
 
@@ -209,6 +213,44 @@ grpc::Status FakeWorker::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequ
   reply->set_step(step_);
   reply->set_job(assignment_ ? assignment_->job() : "");
   return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* request,
+                                    v1::StageWeights* reply) {
+  std::lock_guard lock(mutex_);
+  if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
+  if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
+  ++weight_requests_;
+  reply->set_layer_begin(assignment_->layer_begin());
+  reply->set_layer_end(assignment_->layer_end());
+  reply->set_step(step_);
+  const auto add = [&](const std::string& name, float value) {
+    v1::Tensor* t = reply->add_tensors();
+    t->set_name(name);
+    t->add_shape(1);
+    t->set_dtype("float32");
+    t->set_data(std::string(reinterpret_cast<const char*>(&value), sizeof value));
+  };
+  for (int l = assignment_->layer_begin(); l < assignment_->layer_end(); ++l) {
+    const float value = static_cast<float>(1000 * step_ + l);
+    add(std::to_string(l) + ".weight", value);
+    if (request->optimizer_state()) add(std::to_string(l) + ".weight#momentum_buffer", value);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::SetWeights(grpc::ServerContext*, const v1::StageWeights* weights, v1::SetWeightsReply*) {
+  std::lock_guard lock(mutex_);
+  if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
+  if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
+  if (weights->step() < 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "negative step");
+  step_ = weights->step();
+  return grpc::Status::OK;
+}
+
+int FakeWorker::weightRequests() const {
+  std::lock_guard lock(mutex_);
+  return weight_requests_;
 }
 
 void FakeWorker::shutdown() {

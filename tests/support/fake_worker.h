@@ -58,6 +58,10 @@ class FakeWorker final : public v1::Worker::Service {
   grpc::Status Telemetry(grpc::ServerContext*, const v1::TelemetryRequest*,
                          grpc::ServerWriter<v1::TelemetryEvent>*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply*) override;
+  /// One float per layer of its stage, "<layer>.weight" = 1000 * step + layer (plus
+  /// "<layer>.weight#momentum_buffer" with the optimizer's state), at the step it reached.
+  grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights*) override;
+  grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights*, v1::SetWeightsReply*) override;
 
   void setAddress(std::string address) { address_ = std::move(address); }
   /// Ends every Telemetry call, for a server shutting down.
@@ -67,6 +71,8 @@ class FakeWorker final : public v1::Worker::Service {
   int starts() const;
   int stops() const;
   int profiles() const;
+  int weightRequests() const;
+  std::int64_t step() const { return step_; }
 
  private:
   void train(std::int64_t first, std::int64_t last);
@@ -88,6 +94,7 @@ class FakeWorker final : public v1::Worker::Service {
   int starts_ = 0;
   int stops_ = 0;
   int profiles_ = 0;
+  int weight_requests_ = 0;
 };
 
 /// A FakeWorker served on 127.0.0.1:`port` (0: a free one).

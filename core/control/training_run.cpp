@@ -1,0 +1,425 @@
+#include "control/training_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "io/error.h"
+#include "plan/validation.h"
+#include "sim/simulator.h"
+
+namespace stagecraft::control {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+/// Backups may take at most this share of training time when their cadence is automatic.
+constexpr double kBackupShare = 0.05;
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::string_view recoveryKindName(RecoveryKind kind) {
+  switch (kind) {
+    case RecoveryKind::Lost: return "lost";
+    case RecoveryKind::Stalled: return "stalled";
+    case RecoveryKind::Joined: return "joined";
+    case RecoveryKind::Straggler: return "straggler";
+    case RecoveryKind::Manual: return "manual";
+  }
+  return "unknown";
+}
+
+struct TrainingRun::Deployed {
+  Plan plan;
+  std::shared_ptr<const Cluster> cluster;
+  std::unique_ptr<Coordinator> coordinator;
+};
+
+TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, TrainingOptions options,
+                         CoordinatorOptions coordinator, RunSettings settings)
+    : cluster_(std::make_shared<const Cluster>(std::move(cluster))),
+      model_(std::make_shared<const ModelSpec>(std::move(model))),
+      options_(std::move(options)),
+      coordinator_options_(coordinator),
+      settings_(std::move(settings)),
+      optimizer_(optimizer),
+      coordinator_(std::make_unique<Coordinator>(*cluster_, coordinator_options_)),
+      step_(options_.start_step),
+      backup_step_(options_.start_step) {}
+
+TrainingRun::~TrainingRun() = default;
+
+const Plan& TrainingRun::plan() const {
+  if (!deployed_) throw Error("nothing is deployed");
+  return deployed_->plan;
+}
+
+const Cluster& TrainingRun::deployedCluster() const {
+  if (!deployed_) throw Error("nothing is deployed");
+  return *deployed_->cluster;
+}
+
+Coordinator& TrainingRun::deployment() {
+  if (!deployed_) throw Error("nothing is deployed");
+  return *deployed_->coordinator;
+}
+
+void TrainingRun::profile(std::span<const int> micro_batches, int repeats,
+                          const Coordinator::ProfileProgress& progress) {
+  profiles_ = coordinator_->profile(*model_, micro_batches, repeats, progress);
+}
+
+void TrainingRun::setProfiles(const v1::ProfileSet& profiles) {
+  CostModel check(*model_, *cluster_, optimizer_);
+  check.setProfiles(profiles);  // throws for a profile of another model or an unknown device
+  profiles_ = profiles;
+}
+
+CostModel TrainingRun::costModel(const Cluster& over, bool calibrated) const {
+  CostModel cost(*model_, over, optimizer_);
+  if (profiles_) {
+    v1::ProfileSet mine;
+    for (const auto& p : profiles_->devices()) {
+      if (over.find(p.device())) *mine.add_devices() = p;
+    }
+    cost.setProfiles(mine);
+  }
+  if (calibrated && !factors_.empty()) {
+    // A device not measured yet computes like the typical measured one.
+    double log_sum = 0;
+    for (const auto& [name, f] : factors_) log_sum += std::log(f);
+    const double typical = std::exp(log_sum / static_cast<double>(factors_.size()));
+    std::vector<double> factors(over.size(), typical);
+    for (int d = 0; d < over.size(); ++d) {
+      if (const auto it = factors_.find(over.device(d).name); it != factors_.end()) factors[d] = it->second;
+    }
+    cost.setComputeFactors(std::move(factors));
+  }
+  return cost;
+}
+
+void TrainingRun::deploy(const Plan& plan) {
+  backup_.reset();
+  backup_step_ = options_.start_step;
+  install(plan, cluster_, nullptr);
+}
+
+void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeights& weights) {
+  backup_ = weights;
+  backup_step_ = weights.step;
+  install(plan, std::make_shared<const Cluster>(over), &weights);
+}
+
+void TrainingRun::install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
+  auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
+  TrainingOptions options = options_;
+  if (weights) {
+    coordinator->deploy(plan, *model_, options, *weights);
+  } else {
+    options.start_step = backup_step_;
+    coordinator->deploy(plan, *model_, options);
+  }
+  deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator)});
+  step_ = weights ? weights->step : backup_step_;
+  latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
+  applySilenceLimits();
+  try {
+    predicted_sps_ = simulate(plan, costModel(*deployed_->cluster)).samples_per_second;
+  } catch (const std::exception&) {
+    predicted_sps_ = 0;  // a plan the simulator cannot price still trains
+  }
+}
+
+void TrainingRun::applySilenceLimits() {
+  if (!deployed_ || step_ms_ <= 0) return;
+  // A few step times, but never less than the floor nor more than the user's limit.
+  const auto few_steps = milliseconds(static_cast<std::int64_t>(std::ceil(settings_.stall_steps * step_ms_)));
+  const milliseconds silence =
+      std::min(std::max(few_steps, settings_.stall_floor), coordinator_options_.silence_limit);
+  deployed_->coordinator->setSilenceLimits(std::min(coordinator_options_.probe_after, silence / 2), silence);
+}
+
+void TrainingRun::requestStop() {
+  std::lock_guard lock(requests_mutex_);
+  stop_requested_ = true;
+}
+
+void TrainingRun::requestReplan(ReplanRequest request) {
+  std::lock_guard lock(requests_mutex_);
+  replan_requested_ = std::move(request);
+}
+
+bool TrainingRun::backupDue() const {
+  if (settings_.backup_every < 0 || step_ <= backup_step_) return false;
+  if (settings_.backup_every > 0) return step_ - backup_step_ >= settings_.backup_every;
+  return training_ms_since_backup_ * kBackupShare >= last_backup_ms_;
+}
+
+std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
+  std::int64_t n = 1;
+  if (step_ms_ > 0) {
+    const double wanted = static_cast<double>(settings_.segment.count()) / step_ms_;
+    n = std::clamp<std::int64_t>(std::llround(wanted), 1, 100'000);
+  }
+  n = std::min(n, target - step_);
+  if (settings_.backup_every > 0) n = std::min(n, std::max<std::int64_t>(1, backup_step_ + settings_.backup_every - step_));
+  return std::max<std::int64_t>(n, 1);
+}
+
+void TrainingRun::takeBackup(RunResult& result) {
+  const auto began = Clock::now();
+  ModelWeights weights = deployed_->coordinator->collectWeights(true);
+  last_backup_ms_ = msSince(began);
+  result.backup_ms += last_backup_ms_;
+  backup_step_ = weights.step;
+  backup_ = std::move(weights);
+  training_ms_since_backup_ = 0;
+}
+
+void TrainingRun::updateFactors() {
+  if (!deployed_) return;
+  bool any = false;
+  for (const auto& r : latest_) any = any || r.step() > 0;
+  if (!any) return;
+  const Plan& plan = deployed_->plan;
+  const Cluster& over = *deployed_->cluster;
+  std::vector<double> factors;
+  try {
+    factors = control::computeFactors(plan, costModel(over, false), latest_);
+  } catch (const std::exception&) {
+    return;  // advice for the planner only
+  }
+  std::vector<bool> measured(over.size(), false);
+  int member = 0;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      if (latest_[member++].step() > 0) measured[m.device] = true;
+    }
+  }
+  for (int d = 0; d < over.size(); ++d) {
+    if (measured[d] && std::isfinite(factors[d]) && factors[d] > 0) factors_[over.device(d).name] = factors[d];
+  }
+}
+
+Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
+  const CostModel cost = costModel(over);
+  const Plan& current = deployed_->plan;
+  const PlanRequest request{current.batch_size, 0, current.schedule};
+  const PlanOutcome outcome = makePlan(*makePlanner(settings_.planner), cost, request);
+  if (!outcome.feasible) {
+    throw Error(why + ": planner '" + settings_.planner + "' found no plan over " + std::to_string(over.size()) +
+                " devices" + (outcome.reason.empty() ? "" : " (" + outcome.reason + ")"));
+  }
+  return outcome.plan;
+}
+
+Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms, RunResult& result,
+                              const RunEvents& events) {
+  Recovery rec;
+  rec.failed_after = step_;
+  rec.detected_ms = detected_ms;
+  updateFactors();
+  std::optional<WorkerError> error = first_error;
+  for (int attempt = 0;; ++attempt) {
+    // Who is gone: every device of the run asked at once, with a short deadline.
+    const std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
+    const Cluster& current = *deployed_->cluster;
+    std::vector<std::string> lost, live, kept;
+    bool all_timed_out = true;
+    for (int d = 0; d < cluster_->size(); ++d) {
+      const std::string& name = cluster_->device(d).name;
+      if (probes[d].reachable) {
+        live.push_back(name);
+        if (current.find(name)) kept.push_back(name);
+      } else if (current.find(name)) {
+        const auto in_plan = current.find(name);
+        if (deployed_->plan.stageOfDevice(current.size())[*in_plan] < 0) continue;
+        lost.push_back(name);
+        all_timed_out = all_timed_out && probes[d].timed_out;
+      }
+    }
+    // Every device answers: the failure is the job's (bad data, a NaN), not a device's.
+    if (lost.empty()) throw *error;
+    rec.device = joinNames(lost);
+    rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
+    if (events.on_log) {
+      events.on_log("coordinator", rec.device + (lost.size() > 1 ? " are " : " is ") +
+                                       std::string(recoveryKindName(rec.kind)) + " (" + error->what() + ")");
+    }
+
+    // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
+    // lost share. A new plan over every live device when that is impossible, does not fit,
+    // or is predicted clearly slower than a fresh plan.
+    std::shared_ptr<const Cluster> over;
+    std::optional<Plan> next;
+    double next_ms = 0;
+    if (!kept.empty()) {
+      auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
+      if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
+        const CostModel cost = costModel(*narrowed);
+        if (validatePlan(*p, cost).empty()) {
+          next = std::move(*p);
+          next_ms = simulate(*next, cost).iteration_ms;
+          over = narrowed;
+          rec.action = "group";
+        }
+      }
+    }
+    auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
+    try {
+      Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
+      const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
+      if (!next || fresh_ms * settings_.replan_gain < next_ms) {
+        next = std::move(fresh);
+        over = everyone;
+        rec.action = "replan";
+      }
+    } catch (const Error&) {
+      if (!next) throw;
+    }
+
+    rec.step = backup_step_;
+    rec.replayed_steps = rec.failed_after - backup_step_;
+    rec.stages = next->stageCount();
+    rec.devices = 0;
+    for (const Stage& s : next->stages) rec.devices += static_cast<int>(s.members.size());
+    if (events.on_failure) events.on_failure(rec);
+    try {
+      install(*next, over, backup_ ? &*backup_ : nullptr);
+    } catch (const WorkerError& e) {
+      // Another device went while deploying: look again (a few times at most).
+      if (attempt >= 3) throw;
+      error = e;
+      continue;
+    }
+    // Steps past the backup are computed again; they count once.
+    std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
+    return rec;
+  }
+}
+
+Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
+  Recovery rec;
+  rec.kind = RecoveryKind::Manual;
+  rec.action = "replan";
+  rec.failed_after = step_;
+  rec.step = step_;
+  updateFactors();
+  // The exact state at this boundary, which is also the newest backup.
+  const auto began = Clock::now();
+  ModelWeights weights = deployed_->coordinator->collectWeights(true);
+  result.backup_ms += msSince(began);
+  backup_ = weights;
+  backup_step_ = weights.step;
+  training_ms_since_backup_ = 0;
+
+  std::shared_ptr<const Cluster> over;
+  Plan next;
+  if (request.plan) {
+    over = request.cluster ? std::make_shared<const Cluster>(*request.cluster) : deployed_->cluster;
+    next = *request.plan;
+  } else {
+    std::vector<std::string> live;
+    const std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
+    for (int d = 0; d < cluster_->size(); ++d) {
+      if (probes[d].reachable) live.push_back(cluster_->device(d).name);
+    }
+    over = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
+    next = planOver(*over, "cannot re-plan");
+  }
+  rec.stages = next.stageCount();
+  for (const Stage& s : next.stages) rec.devices += static_cast<int>(s.members.size());
+  install(next, over, &backup_.value());
+  return rec;
+}
+
+RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const std::atomic<bool>* cancel) {
+  if (!deployed_) throw Error("nothing is deployed: call deploy() before train()");
+  RunResult result;
+  const auto started = Clock::now();
+  auto last_progress = Clock::now();  // the last completed step (or the start)
+  std::optional<Recovery> pending;    // a recovery waiting for its first step
+  Clock::time_point pending_since;
+  int failures = 0;
+
+  TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const StepResult& s) {
+    step_ = s.step;
+    last_progress = Clock::now();
+    result.steps.push_back(s);
+    if (pending) {
+      pending->recovered_ms = msSince(pending_since);
+      result.recoveries.push_back(*pending);
+      if (events.on_recovery) events.on_recovery(*pending);
+      pending.reset();
+    }
+    if (events.on_step) events.on_step(s);
+  };
+  callbacks.on_log = [&](const std::string& worker, const std::string& text) {
+    if (events.on_log) events.on_log(worker, text);
+  };
+  callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
+    if (member >= 0 && member < static_cast<int>(latest_.size())) latest_[member] = r;
+    if (events.on_iteration) events.on_iteration(member, deployed_->coordinator->memberDevice(member), r);
+  };
+
+  while (step_ < target) {
+    if (cancel && cancel->load()) {
+      result.cancelled = true;
+      break;
+    }
+    std::optional<ReplanRequest> asked;
+    {
+      std::lock_guard lock(requests_mutex_);
+      if (stop_requested_) {
+        stop_requested_ = false;
+        result.stopped = true;
+        break;
+      }
+      asked = std::move(replan_requested_);
+      replan_requested_.reset();
+    }
+    try {
+      if (asked) {
+        pending_since = Clock::now();
+        pending = replan(*asked, result);
+        if (events.on_deployed) events.on_deployed();
+        continue;
+      }
+      const std::int64_t n = segmentSteps(target);
+      const auto began = Clock::now();
+      const TrainingResult segment = deployed_->coordinator->train(n, callbacks, cancel);
+      if (segment.cancelled) {
+        result.cancelled = true;
+        break;
+      }
+      const double ms = msSince(began);
+      result.training_ms += ms;
+      training_ms_since_backup_ += ms;
+      step_ms_ = ms / static_cast<double>(n);
+      applySilenceLimits();
+      if (step_ < target && backupDue()) takeBackup(result);
+    } catch (const WorkerError& e) {
+      if (!settings_.recover || ++failures > settings_.max_recoveries) throw;
+      const double detected_ms = msSince(last_progress);
+      pending_since = Clock::now();
+      if (pending) result.recoveries.push_back(*pending);  // failed again before a step
+      pending = recover(e, detected_ms, result, events);
+      if (events.on_deployed) events.on_deployed();
+    }
+  }
+  if (pending) result.recoveries.push_back(*pending);
+  result.wall_seconds = msSince(started) / 1000.0;
+  return result;
+}
+
+}  // namespace stagecraft::control

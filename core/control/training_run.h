@@ -1,0 +1,200 @@
+#pragma once
+// One training run from its first deployment to its last step, shared by the CLI and the
+// console: deploy, train in short segments (so stops and re-plans land on a step boundary
+// with every stage at the same step), keep a backup of the model, and react, by itself, to
+// a lost device (re-plan over the survivors and replay from the backup) or, on request, to
+// a manual re-plan. Blocking calls on the caller's thread; requests from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "control/coordinator.h"
+#include "control/replan.h"
+#include "cost/cost_model.h"
+#include "model/model_spec.h"
+#include "plan/plan.h"
+#include "planner/planner.h"
+
+namespace stagecraft::control {
+
+/// Why a run changed its plan.
+enum class RecoveryKind { Lost, Stalled, Joined, Straggler, Manual };
+std::string_view recoveryKindName(RecoveryKind kind);  ///< "lost", "stalled", ...
+
+/// One change of plan while training, and what it cost.
+struct Recovery {
+  std::string device;  ///< the device lost or stalled (several: comma-separated); "" for manual
+  RecoveryKind kind = RecoveryKind::Lost;
+  /// "group": the survivors of the lost device's stage group took its samples, the cuts
+  /// stayed; "replan": a new plan over the live devices.
+  std::string action;
+  std::int64_t failed_after = 0;  ///< the last step every stage completed before the failure
+  std::int64_t step = 0;          ///< the step training continued from (the backup's)
+  std::int64_t replayed_steps = 0;  ///< completed steps computed again (failed_after - step)
+  double detected_ms = 0;   ///< from the last completed step to noticing the failure
+  double recovered_ms = 0;  ///< from noticing it to the first step completed afterwards
+  int stages = 0;           ///< of the plan that continued
+  int devices = 0;          ///< of that plan
+};
+
+struct RunSettings {
+  /// About how long one Start trains: stops and re-plans wait at most this long.
+  std::chrono::milliseconds segment{500};
+  /// Steps between backups of the whole model and optimizer state (taken at a step
+  /// boundary, held by the coordinator). 0: automatic, as often as keeps their cost under
+  /// 5% of training time. -1: no backups; a lost device then restarts from the seed.
+  std::int64_t backup_every = 0;
+  bool recover = true;        ///< false: a lost device ends the run (WorkerError), as before
+  int max_recoveries = 16;    ///< more failures than this end the run
+  /// Describe deadline when finding out which devices are gone.
+  std::chrono::milliseconds probe_deadline{2000};
+  /// A member silent for this many step times (at least stall_floor) is probed and, if it
+  /// does not answer, treated as stalled. Until a step time is known the coordinator's
+  /// silence_limit holds.
+  double stall_steps = 5;
+  std::chrono::milliseconds stall_floor{3000};
+  std::string planner = "hybrid";  ///< re-plans over survivors and manual re-plans
+  /// After a loss, a fresh plan over the live devices replaces the old plan without the
+  /// lost members only when predicted at least this many times faster (keeping the cuts
+  /// moves less and is what was tuned; a fresh plan may suit the survivors better).
+  double replan_gain = 1.10;
+};
+
+/// Callbacks, all on the thread that calls TrainingRun::train().
+struct RunEvents {
+  std::function<void(const StepResult&)> on_step;  ///< a replayed step comes again
+  std::function<void(const std::string& source, const std::string& text)> on_log;
+  /// A member's IterationReport; deployedCluster().device(device) is its device.
+  std::function<void(int member, int device, const v1::IterationReport&)> on_iteration;
+  /// A new deployment: the first one, after a recovery or a re-plan.
+  std::function<void()> on_deployed;
+  /// A device was lost or stalled: which, and what the run does about it (before redeploying).
+  std::function<void(const Recovery&)> on_failure;
+  /// A recovery or re-plan completed its first step; `recovered_ms` is filled.
+  std::function<void(const Recovery&)> on_recovery;
+};
+
+/// What train() ends with.
+struct RunResult {
+  std::vector<StepResult> steps;  ///< one per step of the run, replays counted once
+  std::vector<Recovery> recoveries;
+  bool cancelled = false;
+  bool stopped = false;       ///< requestStop() ended it at a step boundary
+  double wall_seconds = 0;
+  double backup_ms = 0;       ///< time spent taking backups
+  double training_ms = 0;     ///< time spent in segments
+};
+
+/// A re-plan asked for by the user: this plan over this cluster (every device with a worker
+/// address), or, with neither, whatever the planner finds best over the devices that answer
+/// now, under the compute speeds measured so far.
+struct ReplanRequest {
+  std::optional<Plan> plan;
+  std::optional<Cluster> cluster;
+};
+
+class TrainingRun {
+ public:
+  /// `cluster` is every device the run may use (with worker addresses); plans index it
+  /// until a recovery or re-plan narrows it (deployedCluster()).
+  TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, TrainingOptions options,
+              CoordinatorOptions coordinator = {}, RunSettings settings = {});
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  const Cluster& cluster() const { return *cluster_; }
+  const ModelSpec& model() const { return *model_; }
+  Optimizer optimizer() const { return optimizer_; }
+  /// The cluster-wide coordinator (Describe, Profile, stopJobs on every device).
+  Coordinator& coordinator() { return *coordinator_; }
+
+  /// Profiles every device (Coordinator::profile); the profiles then price every plan.
+  void profile(std::span<const int> micro_batches, int repeats = 3, const Coordinator::ProfileProgress& progress = {});
+  /// Profiles measured elsewhere (a file), for the devices the profile set names.
+  void setProfiles(const v1::ProfileSet& profiles);
+  /// The cost model of `over` (cluster() or a narrower one): the profiles for its devices
+  /// and (with `calibrated`) the compute factors measured so far. Holds references to
+  /// `over` and model().
+  CostModel costModel(const Cluster& over, bool calibrated = true) const;
+
+  /// Deploys `plan` (over cluster()) from the seed at options.start_step. Throws
+  /// WorkerError / Error as Coordinator::deploy does.
+  void deploy(const Plan& plan);
+  /// Deploys `plan` over `over` from `weights` (a run that resumes).
+  void deploy(const Plan& plan, const Cluster& over, const ModelWeights& weights);
+
+  /// Trains until step `target` (absolute: the step every stage has completed), recovering
+  /// from lost devices as RunSettings say. Throws WorkerError for a failure it cannot recover
+  /// from (every device still answers, no plan fits the survivors, too many failures).
+  RunResult train(std::int64_t target, const RunEvents& events = {}, const std::atomic<bool>* cancel = nullptr);
+
+  /// From any thread: the run ends at its next step boundary (train() returns stopped).
+  void requestStop();
+  /// From any thread: the run re-plans at its next step boundary and goes on.
+  void requestReplan(ReplanRequest request = {});
+
+  // The deployment; valid after deploy(), changed only on train()'s thread.
+  const Plan& plan() const;
+  const Cluster& deployedCluster() const;
+  Coordinator& deployment();
+  std::int64_t step() const { return step_; }
+  /// Predicted samples/s of the deployed plan under costModel(deployedCluster()).
+  double predictedSamplesPerSecond() const { return predicted_sps_; }
+  /// Per device name, measured over predicted compute time (from the latest telemetry).
+  const std::map<std::string, double>& computeFactors() const { return factors_; }
+  /// The step of the latest backup (the seed's start step before the first).
+  std::int64_t backupStep() const { return backup_step_; }
+
+ private:
+  struct Deployed;
+
+  void install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);
+  void takeBackup(RunResult& result);
+  bool backupDue() const;
+  std::int64_t segmentSteps(std::int64_t target) const;
+  void applySilenceLimits();
+  void updateFactors();
+  /// The run lost a device: returns the recovery, with the new deployment in place.
+  Recovery recover(const WorkerError& error, double detected_ms, RunResult& result, const RunEvents& events);
+  Recovery replan(const ReplanRequest& request, RunResult& result);
+  Plan planOver(const Cluster& over, const std::string& why) const;
+
+  std::shared_ptr<const Cluster> cluster_;
+  std::shared_ptr<const ModelSpec> model_;
+  TrainingOptions options_;
+  CoordinatorOptions coordinator_options_;
+  RunSettings settings_;
+  Optimizer optimizer_ = Optimizer::Sgd;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::optional<v1::ProfileSet> profiles_;
+  std::map<std::string, double> factors_;
+
+  std::unique_ptr<Deployed> deployed_;
+  std::int64_t step_ = 0;
+  double step_ms_ = 0;  // wall time per step of the last segment; 0 before the first
+  double predicted_sps_ = 0;
+  std::vector<v1::IterationReport> latest_;  // per member of the deployment
+
+  // The backup: weights at backup_step_, or (none) the seed at backup_step_.
+  std::optional<ModelWeights> backup_;
+  std::int64_t backup_step_ = 0;
+  double last_backup_ms_ = 0;
+  double training_ms_since_backup_ = 0;
+
+  std::mutex requests_mutex_;
+  bool stop_requested_ = false;
+  std::optional<ReplanRequest> replan_requested_;
+};
+
+}  // namespace stagecraft::control

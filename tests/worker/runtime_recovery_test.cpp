@@ -1,0 +1,199 @@
+// A run that loses a device goes on: real workers on loopback, one SIGKILLed while the
+// pipeline trains, for each role a device can have (first, middle or last stage alone, a
+// member of a group). The run completes every step and its per-step losses and final
+// weights equal one process training the same model uninterrupted.
+#include <signal.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "control/training_run.h"
+#include "model/zoo.h"
+#include "runtime_test_driver.h"
+#include "torch_stage.h"
+
+namespace stagecraft::worker::testing {
+namespace {
+
+constexpr double kLr = 0.05;
+constexpr double kMomentum = 0.9;
+constexpr std::uint64_t kSeed = 11;
+constexpr int kBatch = 8;
+constexpr std::int64_t kSteps = 8;
+
+/// The zoo's mlp at width 128: the same eight Linear layers, a megabyte of weights.
+v1::Model smallMlp() {
+  v1::Model m = zooModel("mlp");
+  m.set_name("mlp-128");
+  for (int i = 0; i < m.layers_size(); ++i) {
+    auto* layer = m.mutable_layers(i);
+    if (i + 1 < m.layers_size()) layer->set_out_features(128);
+    if (i > 0) {
+      layer->clear_input_shape();
+      layer->add_input_shape(128);
+    }
+  }
+  return m;
+}
+
+Cluster clusterOf(const std::vector<std::unique_ptr<WorkerProcess>>& workers) {
+  v1::Cluster c;
+  c.set_name("recovery");
+  for (const auto& w : workers) {
+    auto* d = c.add_devices();
+    d->set_name(w->name());
+    d->set_tier("edge");
+    d->set_gflops(10);
+    d->set_memory_mb(4096);
+    d->set_bandwidth_mbps(1000);
+    d->set_address(w->address());
+  }
+  return Cluster::fromProto(c);
+}
+
+Plan planOf(std::vector<Stage> stages) {
+  Plan p;
+  p.model = "mlp-128";
+  p.cluster = "recovery";
+  p.batch_size = kBatch;
+  p.microbatches = 2;
+  p.schedule = Schedule::OneFOneB;
+  p.optimizer = Optimizer::Sgd;
+  p.stages = std::move(stages);
+  return p;
+}
+
+struct Reference {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> weights;  // "<layer>.<name>" -> values
+};
+
+std::vector<float> floats(const v1::Tensor& t) {
+  std::vector<float> out(t.data().size() / sizeof(float));
+  std::memcpy(out.data(), t.data().data(), out.size() * sizeof(float));
+  return out;
+}
+
+Reference reference(std::int64_t steps) {
+  v1::OptimizerConfig optimizer;
+  optimizer.set_kind("sgd");
+  optimizer.set_lr(kLr);
+  optimizer.set_momentum(kMomentum);
+  v1::DataConfig data;
+  data.set_kind("synthetic");
+  data.set_seed(kSeed);
+  ReferenceTrainer trainer(smallMlp(), optimizer, data, kSeed, kBatch);
+  Reference r;
+  for (std::int64_t i = 0; i < steps; ++i) r.losses.push_back(trainer.step());
+  const v1::StageWeights all = getWeights(trainer.module());
+  for (const auto& t : all.tensors()) r.weights[t.name()] = floats(t);
+  return r;
+}
+
+struct RoleCase {
+  const char* role;
+  std::vector<Stage> stages;  // over w0..w3
+  int victim;                 // the worker SIGKILLed
+  std::int64_t kill_after;    // ...once this step has completed
+  const char* action;         // what the recovery must do
+};
+
+void PrintTo(const RoleCase& c, std::ostream* out) { *out << c.role << ", kill " << c.victim << " after step " << c.kill_after; }
+
+class RuntimeRecovery : public ::testing::TestWithParam<RoleCase> {};
+
+TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterruptedLosses) {
+  const RoleCase& c = GetParam();
+  auto workers = startWorkers({"w0", "w1", "w2", "w3"});
+  control::CoordinatorOptions options;
+  options.call_timeout = std::chrono::seconds(20);
+  options.deploy_timeout = std::chrono::seconds(60);
+  control::TrainingOptions training;
+  training.lr = kLr;
+  training.momentum = kMomentum;
+  training.seed = kSeed;
+  control::RunSettings settings;
+  settings.backup_every = 2;  // the kill lands between backups: steps are replayed
+  settings.planner = "hybrid";
+  // Keep the cuts whenever the plan without the victim still works: a fresh plan over the
+  // survivors is what the stage roles already test.
+  if (std::string(c.action) == "group") settings.replan_gain = 1e9;
+  control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(smallMlp()), Optimizer::Sgd, training, options,
+                           settings);
+  run.deploy(planOf(c.stages));
+
+  std::vector<std::int64_t> seen;  // every step reported, replays included
+  std::vector<control::Recovery> noticed;
+  control::RunEvents events;
+  events.on_step = [&](const control::StepResult& s) {
+    seen.push_back(s.step);
+    if (s.step == c.kill_after && workers[c.victim]->process().pid() > 0) {
+      workers[c.victim]->process().signal(SIGKILL);
+      workers[c.victim]->process().wait(std::chrono::seconds(10));
+    }
+  };
+  events.on_failure = [&](const control::Recovery& r) { noticed.push_back(r); };
+  const control::RunResult result = run.train(kSteps, events);
+
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const control::Recovery& r = result.recoveries.front();
+  EXPECT_EQ(r.device, workers[c.victim]->name());
+  EXPECT_EQ(r.kind, control::RecoveryKind::Lost);
+  EXPECT_EQ(r.action, c.action);
+  EXPECT_EQ(r.step % 2, 0) << "replays from a backup, taken every 2 steps";
+  EXPECT_LE(r.step, c.kill_after);
+  EXPECT_EQ(r.replayed_steps, r.failed_after - r.step);
+  EXPECT_GT(r.recovered_ms, 0);
+  ASSERT_EQ(noticed.size(), 1u);
+  // The plan that goes on does without the victim.
+  EXPECT_FALSE(run.deployedCluster().find(workers[c.victim]->name()));
+
+  // Every step once, in order, with the losses of the uninterrupted run.
+  const Reference expected = reference(kSteps);
+  ASSERT_EQ(result.steps.size(), static_cast<size_t>(kSteps));
+  for (std::int64_t i = 0; i < kSteps; ++i) {
+    EXPECT_EQ(result.steps[i].step, i + 1);
+    EXPECT_NEAR(result.steps[i].loss, expected.losses[i], 1e-4 * std::abs(expected.losses[i])) << "step " << i + 1;
+  }
+  EXPECT_GT(std::abs(expected.losses.back() - expected.losses.front()), 1e-3);  // the losses move
+  // Replayed steps were reported again, after the failure.
+  EXPECT_EQ(static_cast<std::int64_t>(seen.size()), kSteps + r.replayed_steps);
+
+  // The final weights, from the survivors, equal the reference's.
+  const control::ModelWeights weights = run.deployment().collectWeights(false);
+  EXPECT_EQ(weights.step, kSteps);
+  int compared = 0;
+  for (const auto& [layer, tensors] : weights.layers) {
+    for (const auto& t : tensors) {
+      const auto it = expected.weights.find(t.name());
+      ASSERT_NE(it, expected.weights.end()) << t.name();
+      const std::vector<float> got = floats(t);
+      ASSERT_EQ(got.size(), it->second.size()) << t.name();
+      double diff = 0, norm = 0;
+      for (size_t k = 0; k < got.size(); ++k) {
+        diff = std::max(diff, static_cast<double>(std::abs(got[k] - it->second[k])));
+        norm = std::max(norm, static_cast<double>(std::abs(it->second[k])));
+      }
+      EXPECT_LE(diff, 1e-4 * norm) << t.name();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int>(expected.weights.size()));
+}
+
+// Three stages over w0..w2 with w3 spare, or a group of two in the middle.
+INSTANTIATE_TEST_SUITE_P(
+    Roles, RuntimeRecovery,
+    ::testing::Values(RoleCase{"first", {Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, 0, 3,
+                               "replan"},
+                      RoleCase{"middle", {Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, 1, 4,
+                               "replan"},
+                      RoleCase{"last", {Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, 2, 5,
+                               "replan"},
+                      RoleCase{"group", {Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 2}, {2, 2}}}, Stage{6, 8, {{3, 4}}}},
+                               2, 3, "group"}),
+    [](const ::testing::TestParamInfo<RoleCase>& info) { return std::string(info.param.role); });
+
+}  // namespace
+}  // namespace stagecraft::worker::testing
