@@ -14,12 +14,14 @@
 #include "command_support.h"
 #include "commands.h"
 #include "control/coordinator.h"
+#include "control/training_run.h"
 #include "control/local_cluster.h"
 #include "control/replan.h"
 #include "control/timeline_events.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "live_cluster.h"
+#include "run_support.h"
 #include "model/zoo.h"
 #include "plan/plan_io.h"
 #include "plan/validation.h"
@@ -32,187 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void onInterrupt(int signal) {
-  g_interrupted = true;
-  // A second Ctrl-C ends the process at once.
-  ::signal(signal, SIG_DFL);
-  constexpr char kNote[] = "\nstagecraft-cli: stopping the workers (Ctrl-C again to quit at once)\n";
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
-}
-
-/// Ctrl-C and SIGTERM stop the workers and end the run, instead of killing the CLI
-/// with the workers still training.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    g_interrupted = false;
-    struct sigaction action {};
-    action.sa_handler = onInterrupt;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &old_int_);
-    ::sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~InterruptGuard() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
-/// Local workers started for this run only: stopped however the run ends.
-class LocalWorkersGuard {
- public:
-  void adopt(control::LocalCluster local) { local_ = std::move(local); }
-  ~LocalWorkersGuard() {
-    if (!local_) return;
-    try {
-      local_->stop();
-    } catch (const std::exception&) {
-    }
-  }
-
- private:
-  std::optional<control::LocalCluster> local_;
-};
-
-/// Step k/N, loss and samples/s on stderr: one line redrawn on a terminal, a line per
-/// step otherwise (logs, CI).
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(std::int64_t total) : total_(total), tty_(::isatty(STDERR_FILENO) == 1) {}
-  ~ProgressPrinter() { finish(); }
-
-  void step(const control::StepResult& s) {
-    const std::string numbers = "loss " + fixed(s.loss, 4) + "  " + fixed(s.samples_per_second, 1) + " samples/s";
-    if (!tty_) {
-      std::cerr << "step " << s.step << "/" << total_ << "  " << numbers << "\n";
-      return;
-    }
-    constexpr int kWidth = 24;
-    const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(s.step) / total_) : 0;
-    const int filled = static_cast<int>(std::lround(fraction * kWidth));
-    std::cerr << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] step " << s.step << "/"
-              << total_ << "  " << numbers << "\033[K" << std::flush;
-    drawn_ = true;
-  }
-  void finish() {
-    if (drawn_) std::cerr << "\n";
-    drawn_ = false;
-  }
-
- private:
-  std::int64_t total_;
-  bool tty_;
-  bool drawn_ = false;
-};
-
-double parseNumber(const std::string& flag, const std::string& text) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    throw Error("--" + flag + " must be a number, got '" + text + "'");
-  }
-  return value;
-}
-
-std::uint64_t parseSeed(const std::string& text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    throw Error("--seed must be a non-negative integer, got '" + text + "'");
-  }
-  return value;
-}
-
-/// Mean throughput after the first (warm-up) step: batch over the slowest member's time.
-double measuredSamplesPerSecond(const std::vector<control::StepResult>& steps, int batch) {
-  if (steps.empty()) return 0;
-  const size_t first = steps.size() > 1 ? 1 : 0;
-  double ms = 0;
-  for (size_t i = first; i < steps.size(); ++i) ms += steps[i].iteration_ms;
-  return ms > 0 ? batch * 1000.0 * static_cast<double>(steps.size() - first) / ms : 0;
-}
-
-/// The predicted iteration (processes 0..) and then every measured step (processes
-/// 1000..), laid one after another from the predicted iteration's end. Each member's
-/// events count from its own start of the step, and a step lasts its slowest member's time.
-void writeTimeline(const std::string& path, const SimulationResult& predicted, const control::TrainingResult& result,
-                   const std::map<std::int64_t, std::vector<TimelineEvent>>& measured, const Cluster& cluster) {
-  constexpr int kMeasuredPids = 1000;
-  v1::ChromeTrace trace;
-  appendChromeTrace(trace, predicted.timeline, cluster, 0, " (predicted)");
-  std::vector<TimelineEvent> steps;
-  double offset = predicted.iteration_ms;
-  for (const auto& s : result.steps) {
-    if (const auto it = measured.find(s.step); it != measured.end()) {
-      for (TimelineEvent e : it->second) {
-        e.start_ms += offset;
-        e.end_ms += offset;
-        steps.push_back(e);
-      }
-    }
-    offset += s.iteration_ms;
-  }
-  appendChromeTrace(trace, steps, cluster, kMeasuredPids, " (measured)");
-  io::writeJsonFile(path, trace);
-}
-
-/// What telemetry says after a few steps: each device's compute factor, the deployed plan
-/// re-simulated with them, and a faster plan under them when there is one.
-struct Calibration {
-  std::vector<double> factors;  ///< per cluster device
-  double samples_per_second = 0;
-  std::optional<Plan> suggested;
-  double suggested_samples_per_second = 0;
-};
-
-/// A plan must be predicted this much faster under the calibrated costs to be suggested:
-/// less is within what a re-plan's own disruption and the calibration's noise eat up.
-constexpr double kSuggestGain = 1.10;
-
-Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector<v1::IterationReport>& latest,
-                      const Planner& planner, const PlanRequest& request) {
-  Calibration c;
-  c.factors = control::computeFactors(plan, cost, latest);
-  CostModel calibrated = cost;
-  calibrated.setComputeFactors(c.factors);
-  c.samples_per_second = simulate(plan, calibrated).samples_per_second;
-  const PlanOutcome outcome = makePlan(planner, calibrated, request);
-  if (outcome.feasible && outcome.simulated_ms > 0) {
-    const double sps = plan.batch_size * 1000.0 / outcome.simulated_ms;
-    if (sps > c.samples_per_second * kSuggestGain) {
-      c.suggested = outcome.plan;
-      c.suggested_samples_per_second = sps;
-    }
-  }
-  return c;
-}
-
-void printCalibration(const Calibration& c, std::int64_t step, double predicted_sps, const ModelSpec& model,
-                      const Cluster& cluster, std::ostream& out) {
-  const auto [lo, hi] = std::minmax_element(c.factors.begin(), c.factors.end());
-  out << "calibrated at step " << step << ": devices compute at " << fixed(*lo, 2) << "-" << fixed(*hi, 2)
-      << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
-      << " samples/s (was " << fixed(predicted_sps, 1) << ")\n";
-  if (!c.suggested) return;
-  const Plan& p = *c.suggested;
-  out << "calibrated at step " << step << ": another plan is predicted " << fixed(c.suggested_samples_per_second, 1)
-      << " samples/s (+" << fixed((c.suggested_samples_per_second / c.samples_per_second - 1) * 100, 0)
-      << "%): " << p.stageCount() << " stages, " << p.microbatches << " micro-batches of " << p.microBatchSize()
-      << "\n";
-  for (int s = 0; s < p.stageCount(); ++s) {
-    const Stage& st = p.stages[s];
-    out << "  stage " << s << ": " << describeLayers(model, st.layer_begin, st.layer_end) << " on "
-        << describeMembers(st, cluster, p.microBatchSize()) << "\n";
-  }
-}
 
 }  // namespace
 
@@ -238,19 +59,33 @@ int runRun(std::span<const std::string> args) {
       .flag("no-profile", "plan from FLOPs and device speeds instead of profiling the workers")
       .flag("local", "start local workers for this run (see `cluster up`) and stop them afterwards")
       .option("worker-binary", "PATH", "the stagecraft-worker --local starts")
-      .option("step-timeout", "SECONDS", "give up on a worker that reports nothing for this long", "120")
+      .option("step-timeout", "SECONDS",
+              "give up on a worker that reports nothing for this long; once a step time is known, after five "
+              "step times (at least 3 s) if that is shorter",
+              "120")
       .option("calibrate-after", "N",
               "after step N, re-time every device from telemetry, re-predict the plan and say on stderr when "
               "another plan is predicted faster (0: never)",
               "3")
       .option("suggested-plan", "FILE", "write that faster plan here (for `run --plan`)")
+      .option("backup-every", "N|auto",
+              "copy the whole model and optimizer state to the coordinator every N steps, the point a lost "
+              "device's run replays from (auto: as often as keeps the copies under 5% of training time)",
+              "auto")
+      .flag("no-recover", "end the run when a device is lost instead of re-planning over the survivors")
+      .option("replan-every", "N", "re-plan every N steps over the devices that answer (0: never; SIGHUP re-plans once)",
+              "0")
       .option("timeline", "FILE",
               "write every step's measured timeline after the predicted one as a Chrome trace (open in "
               "ui.perfetto.dev)")
       .flag("json", "print a stagecraft.v1.RunReport as JSON at the end")
       .epilog(
-          "Progress goes to stderr. Exit status 1 when a worker fails or cannot be reached (the reason\n"
-          "names it), 2 for bad input, 3 when no plan fits.");
+          "Progress goes to stderr. A device lost while training (its worker gone, or silent for a few step\n"
+          "times) is dropped: its group's survivors take its samples, or the run re-plans over the devices\n"
+          "left, and training replays from the last backup; each recovery is printed on stderr and listed in\n"
+          "--json's recoveries. SIGHUP re-plans at the next step boundary.\n"
+          "Exit status 1 when a worker fails and the run cannot go on (the reason names it), 2 for bad\n"
+          "input, 3 when no plan fits.");
   const ParsedArguments parsed = parser.parse(args);
 
   // Flags first, files and workers after.
@@ -323,30 +158,41 @@ int runRun(std::span<const std::string> args) {
     std::cout << "Using the local workers already running for " << live.cluster.name() << "\n";
   }
   const Cluster& cluster = live.cluster;
-  control::Coordinator coordinator(cluster, coordinator_options);
-  describeAll(coordinator, clusterUpHint(parsed.value("cluster")) + " (or pass --local)");
+  control::RunSettings settings;
+  settings.recover = !parsed.flag("no-recover");
+  settings.backup_every = parsed.value("backup-every") == "auto" ? 0 : parsed.positiveInt("backup-every");
+  if (!from_file) settings.planner = parsed.value("planner");
+  const std::int64_t replan_every = parsed.nonNegativeInt("replan-every");
+  control::TrainingRun run(cluster, model, optimizer, training, coordinator_options, settings);
+  describeAll(run.coordinator(), clusterUpHint(parsed.value("cluster")) + " (or pass --local)");
   if (!json) std::cout << "Cluster " << cluster.name() << ": " << cluster.size() << " workers answer\n";
   if (interrupted("before profiling")) return kExitInternal;
 
   // Plan under measured profiles.
-  CostModel cost(model, cluster, optimizer);
   bool profiled = false;
   if (parsed.has("profile")) {
-    applyProfile(parsed, cost);
+    v1::ProfileSet profiles;
+    io::readJsonFile(parsed.value("profile"), profiles);
+    try {
+      run.setProfiles(profiles);
+    } catch (const Error& e) {
+      throw Error(parsed.value("profile") + ": " + e.what());
+    }
   } else if (!parsed.flag("no-profile")) {
     std::sort(profile_sizes.begin(), profile_sizes.end());
     profile_sizes.erase(std::unique(profile_sizes.begin(), profile_sizes.end()), profile_sizes.end());
     const auto started = Clock::now();
     if (!json) std::cout << "Profiling " << model.name() << " on " << cluster.size() << " workers..." << std::endl;
-    cost.setProfiles(coordinator.profile(model, profile_sizes, 3, [](const std::string& device, int done, int total) {
+    run.profile(profile_sizes, 3, [](const std::string& device, int done, int total) {
       std::cerr << "profiled " << device << " (" << done << "/" << total << ")\n";
-    }));
+    });
     profiled = true;
     if (!json) {
       std::cout << "Profiled " << model.name() << " on every worker in "
                 << fixed(std::chrono::duration<double>(Clock::now() - started).count(), 1) << " s\n";
     }
   }
+  const CostModel cost = run.costModel(run.cluster());
 
   Plan plan;
   if (from_file) {
@@ -371,61 +217,76 @@ int runRun(std::span<const std::string> args) {
               << " stages, batch " << plan.batch_size << " in " << plan.microbatches << " micro-batches of "
               << plan.microBatchSize() << ", " << scheduleName(plan.schedule) << ", predicted "
               << fixed(predicted.samples_per_second, 1) << " samples/s\n";
-    for (int s = 0; s < plan.stageCount(); ++s) {
-      const Stage& st = plan.stages[s];
-      std::cout << "  stage " << s << ": " << describeLayers(model, st.layer_begin, st.layer_end) << " on "
-                << describeMembers(st, cluster, plan.microBatchSize()) << "\n";
-    }
+    printStages(plan, model, cluster, std::cout);
   }
 
   // Deploy and train.
-  coordinator.deploy(plan, model, training);
+  run.deploy(plan);
   if (!json) {
-    std::cout << "Deployed job " << coordinator.job() << " to " << coordinator.assignments().size()
+    std::cout << "Deployed job " << run.deployment().job() << " to " << run.deployment().assignments().size()
               << " workers; training " << steps << " steps\n"
               << std::flush;
   }
   if (interrupted("before training")) {
-    coordinator.stop();
+    run.deployment().stop();
     return kExitInternal;
   }
-  control::TrainingResult result;
+  control::RunResult result;
   std::map<std::int64_t, std::vector<TimelineEvent>> measured;  // per step, every member's events
-  std::vector<v1::IterationReport> latest(coordinator.assignments().size());
+  std::vector<v1::IterationReport> latest(run.deployment().memberCount());
   std::optional<Calibration> calibration;
+  ReplanSignalGuard hangups;
   {
     ProgressPrinter progress(steps);
-    control::TrainingCallbacks callbacks;
-    callbacks.on_step = [&](const control::StepResult& s) {
+    control::RunEvents events;
+    std::int64_t furthest = 0;  // the furthest step reached: a replayed step is not new
+    events.on_step = [&](const control::StepResult& s) {
       progress.step(s);
+      const bool fresh = s.step > furthest;
+      furthest = std::max(furthest, s.step);
+      if (takeReplanSignal() || (fresh && replan_every > 0 && s.step % replan_every == 0 && s.step < steps)) {
+        run.requestReplan();
+      }
       if (calibrate_after > 0 && s.step == calibrate_after && steps > calibrate_after && !calibration) {
-        const PlanRequest again{plan.batch_size, 0, plan.schedule};
+        const PlanRequest again{run.plan().batch_size, 0, run.plan().schedule};
         progress.finish();
         try {
-          calibration = calibrate(plan, cost, latest, planner ? *planner : *makePlanner("hybrid"), again);
+          calibration = calibrate(run.plan(), run.costModel(run.deployedCluster(), false), latest,
+                                  *makePlanner(settings.planner), again);
         } catch (const std::exception& e) {
           // Advice only: a calibration that cannot be made never ends the run.
           std::cerr << "calibration at step " << s.step << " skipped: " << e.what() << "\n";
           return;
         }
-        printCalibration(*calibration, s.step, predicted.samples_per_second, model, cluster, std::cerr);
+        printCalibration(*calibration, s.step, run.predictedSamplesPerSecond(), model, run.deployedCluster(),
+                         std::cerr);
         if (calibration->suggested && parsed.has("suggested-plan")) {
-          io::writeJsonFile(parsed.value("suggested-plan"), planToProto(*calibration->suggested, model, cluster));
+          io::writeJsonFile(parsed.value("suggested-plan"), calibration->suggested_proto);
           std::cerr << "  wrote it to " << parsed.value("suggested-plan") << " (stagecraft-cli run --plan "
                     << parsed.value("suggested-plan") << ")\n";
         }
       }
     };
-    callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
+    events.on_iteration = [&](int member, int device, const v1::IterationReport& r) {
       if (member >= 0 && member < static_cast<int>(latest.size())) latest[member] = r;
       if (!parsed.has("timeline")) return;
-      auto events = control::timelineEvents(r, coordinator.memberDevice(member), cluster);
+      const int at = cluster.find(run.deployedCluster().device(device).name).value_or(-1);
+      auto events_of_step = control::timelineEvents(r, at, cluster);
       auto& step = measured[r.step()];
-      step.insert(step.end(), events.begin(), events.end());
+      step.insert(step.end(), events_of_step.begin(), events_of_step.end());
     };
-    result = coordinator.train(steps, callbacks, &g_interrupted);
+    events.on_deployed = [&] { latest.assign(run.deployment().memberCount(), v1::IterationReport{}); };
+    events.on_failure = [&](const control::Recovery& r) {
+      progress.finish();
+      printFailureNotice(r, std::cerr);
+    };
+    events.on_recovery = [&](const control::Recovery& r) {
+      progress.finish();
+      printRecovery(r, run.plan(), model, run.deployedCluster(), std::cerr);
+    };
+    result = run.train(steps, events, &g_interrupted);
   }
-  if (parsed.has("timeline")) writeTimeline(parsed.value("timeline"), predicted, result, measured, cluster);
+  if (parsed.has("timeline")) writeTimeline(parsed.value("timeline"), predicted, result.steps, measured, cluster);
   if (result.cancelled) {
     printFailure("interrupted after step " + std::to_string(result.steps.empty() ? 0 : result.steps.back().step) +
                  " of " + std::to_string(steps) + "; the workers were stopped");
@@ -436,7 +297,7 @@ int runRun(std::span<const std::string> args) {
   report.set_model(model.name());
   report.set_cluster(cluster.name());
   report.set_planner(plan.planner);
-  report.set_job(coordinator.job());
+  report.set_job(run.deployment().job());
   report.set_steps(static_cast<int>(result.steps.size()));
   report.set_samples_per_second(measuredSamplesPerSecond(result.steps, plan.batch_size));
   report.set_predicted_samples_per_second(predicted.samples_per_second);
@@ -453,15 +314,31 @@ int runRun(std::span<const std::string> args) {
   report.set_wall_seconds(result.wall_seconds);
   if (calibration) {
     report.set_calibration_step(static_cast<int>(calibrate_after));
-    for (int d = 0; d < cluster.size(); ++d) {
-      (*report.mutable_compute_factors())[cluster.device(d).name] = calibration->factors[d];
+    for (size_t d = 0; d < calibration->devices.size(); ++d) {
+      (*report.mutable_compute_factors())[calibration->devices[d]] = calibration->factors[d];
     }
     report.set_calibrated_samples_per_second(calibration->samples_per_second);
     if (calibration->suggested) {
-      *report.mutable_suggested_plan() = planToProto(*calibration->suggested, model, cluster);
+      *report.mutable_suggested_plan() = calibration->suggested_proto;
       report.set_suggested_samples_per_second(calibration->suggested_samples_per_second);
     }
   }
+  for (const control::Recovery& r : result.recoveries) {
+    v1::RunRecovery* out = report.add_recoveries();
+    out->set_device(r.device);
+    out->set_kind(std::string(control::recoveryKindName(r.kind)));
+    out->set_action(r.action);
+    out->set_step(r.step);
+    out->set_failed_after(r.failed_after);
+    out->set_replayed_steps(r.replayed_steps);
+    out->set_detected_ms(r.detected_ms);
+    out->set_recovered_ms(r.recovered_ms);
+    out->set_stages(r.stages);
+    out->set_devices(r.devices);
+  }
+  report.set_backup_ms(result.backup_ms);
+  report.set_training_ms(result.training_ms);
+  *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (json) {
     printJson(report);
     return kExitOk;
@@ -480,6 +357,16 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  calibrated at step " << calibrate_after << ": predicted "
               << fixed(calibration->samples_per_second, 1) << " samples/s ("
               << percent(report.samples_per_second() / calibration->samples_per_second) << " of calibrated)\n";
+  }
+  for (const control::Recovery& r : result.recoveries) {
+    std::cout << "  " << (r.kind == control::RecoveryKind::Manual ? "re-planned" : "recovered from " + r.device + " " +
+                                                                                      std::string(control::recoveryKindName(r.kind)))
+              << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
+              << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
+  }
+  if (result.training_ms > 0 && result.backup_ms > 0) {
+    std::cout << "  backups took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
+              << percent(result.backup_ms / result.training_ms) << " of training time)\n";
   }
   if (parsed.has("timeline")) {
     std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")

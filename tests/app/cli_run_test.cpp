@@ -37,6 +37,7 @@ class CliRunTest : public test_support::CliFixture {
     setenv("XDG_RUNTIME_DIR", (dir_ / "runtime").c_str(), 1);
     unsetenv("STAGECRAFT_WORKER");
     unsetenv("STAGECRAFT_FAKE_FAIL");
+    unsetenv("STAGECRAFT_FAKE_DIE");
   }
   void TearDown() override {
     // Whatever a failed test left running.
@@ -299,6 +300,49 @@ TEST_F(CliRunTest, WorkerErrorDuringRunNamesTheWorkerAndStopsTheLocalWorkers) {
   EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();
   EXPECT_TRUE(contains(lines.back(), "failed: stage 0 diverged")) << lines.back();
   EXPECT_FALSE(fs::exists(statePath()));
+}
+
+TEST_F(CliRunTest, WorkerLostDuringRunIsRecoveredFromAndReported) {
+  const std::string cluster = writeDuo();
+  setenv("STAGECRAFT_FAKE_DIE", "b@4", 1);
+  const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "8", "--planner", "dp",
+                             "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--backup-every", "2", "--json"});
+  unsetenv("STAGECRAFT_FAKE_DIE");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // On stderr: what was lost, what the run does, and that it went on.
+  EXPECT_TRUE(contains(r.err, "after step 3: b lost")) << r.err;
+  EXPECT_TRUE(contains(r.err, "replaying from step 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "recovered from b lost in")) << r.err;
+  v1::RunReport report;
+  io::parseJson(r.out, report, "run --json");
+  EXPECT_EQ(report.steps(), 8);
+  ASSERT_EQ(report.losses_size(), 8);
+  ASSERT_EQ(report.recoveries_size(), 1);
+  const v1::RunRecovery& rec = report.recoveries(0);
+  EXPECT_EQ(rec.device(), "b");
+  EXPECT_EQ(rec.kind(), "lost");
+  EXPECT_EQ(rec.failed_after(), 3);
+  EXPECT_EQ(rec.step(), 2);
+  EXPECT_EQ(rec.replayed_steps(), 1);
+  EXPECT_GT(rec.recovered_ms(), 0);
+  EXPECT_EQ(rec.devices(), 1);
+  // The run ends on a plan without b.
+  for (const auto& stage : report.final_plan().stages()) {
+    for (const auto& member : stage.devices()) EXPECT_EQ(member.device(), "a");
+  }
+  EXPECT_FALSE(fs::exists(statePath()));
+}
+
+TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
+  const std::string cluster = writeDuo();
+  setenv("STAGECRAFT_FAKE_DIE", "b@3", 1);
+  const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "8", "--planner", "dp",
+                             "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-recover"});
+  unsetenv("STAGECRAFT_FAKE_DIE");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = linesOf(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "model/model_spec.h"
@@ -133,6 +134,7 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(script_.iteration_ms));
     if (stopping_) return;
     if (step == script_.silent_from_step) return;
+    if (step == script_.die_at_step) std::_Exit(137);
     if (step == script_.close_at_step) {
       std::lock_guard lock(mutex_);
       close_streams_ = true;

@@ -37,6 +37,7 @@ struct FakeWorkerScript {
   std::int64_t error_at_step = -1;     ///< sends an error event instead of this step
   std::int64_t silent_from_step = -1;  ///< sends nothing from this step on (a hung worker)
   std::int64_t close_at_step = -1;     ///< ends its telemetry stream at this step
+  std::int64_t die_at_step = -1;       ///< the process ends at once at this step (a SIGKILLed worker)
   std::chrono::milliseconds describe_delay{0};
   std::string host_id;                 ///< WorkerInfo.host_id (empty: not reported)
   std::function<void()> on_profile;    ///< runs inside each Profile call, before it answers

@@ -1,7 +1,8 @@
 // stagecraft-fake-worker: the test FakeWorker as a process, with stagecraft-worker's
 // command line, so LocalCluster and `stagecraft-cli cluster up / run --local` can be
 // tested without LibTorch. STAGECRAFT_FAKE_FAIL=<device>@<step> makes that device report
-// an error at that step; STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
+// an error at that step, STAGECRAFT_FAKE_DIE=<device>@<step> makes it vanish there as if
+// SIGKILLed; STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
 #include <signal.h>
 
 #include <cstdlib>
@@ -43,6 +44,12 @@ int main(int argc, char** argv) {
     const auto at = spec.find('@');
     if (at != std::string::npos && spec.substr(0, at) == script.name)
       script.error_at_step = std::atoll(spec.c_str() + at + 1);
+  }
+  if (const char* die = std::getenv("STAGECRAFT_FAKE_DIE")) {
+    const std::string spec = die;
+    const auto at = spec.find('@');
+    if (at != std::string::npos && spec.substr(0, at) == script.name)
+      script.die_at_step = std::atoll(spec.c_str() + at + 1);
   }
   const auto colon = listen.rfind(':');
   const int port = std::atoi(listen.c_str() + colon + 1);

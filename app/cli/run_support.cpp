@@ -1,0 +1,167 @@
+#include "run_support.h"
+
+#include <charconv>
+
+#include "control/replan.h"
+#include "io/error.h"
+#include "io/json_io.h"
+#include "plan/plan_io.h"
+#include "sim/sim_report.h"
+#include "stagecraft/v1/report.pb.h"
+
+namespace stagecraft::cli {
+
+std::atomic<bool> g_interrupted{false};
+namespace {
+std::atomic<bool> g_hangup{false};
+}  // namespace
+
+extern "C" void onInterrupt(int signal) {
+  g_interrupted = true;
+  // A second Ctrl-C ends the process at once.
+  ::signal(signal, SIG_DFL);
+  constexpr char kNote[] = "\nstagecraft-cli: stopping the workers (Ctrl-C again to quit at once)\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
+}
+
+extern "C" void onHangup(int) {
+  g_hangup = true;
+  constexpr char kNote[] = "\nstagecraft-cli: SIGHUP: re-planning at the next step boundary\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
+}
+
+ReplanSignalGuard::ReplanSignalGuard() {
+  g_hangup = false;
+  struct sigaction action {};
+  action.sa_handler = onHangup;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGHUP, &action, &old_);
+}
+
+ReplanSignalGuard::~ReplanSignalGuard() { ::sigaction(SIGHUP, &old_, nullptr); }
+
+bool takeReplanSignal() { return g_hangup.exchange(false); }
+
+double parseNumber(const std::string& flag, const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw Error("--" + flag + " must be a number, got '" + text + "'");
+  }
+  return value;
+}
+
+std::uint64_t parseSeed(const std::string& text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw Error("--seed must be a non-negative integer, got '" + text + "'");
+  }
+  return value;
+}
+
+/// Mean throughput after the first (warm-up) step: batch over the slowest member's time.
+double measuredSamplesPerSecond(const std::vector<control::StepResult>& steps, int batch) {
+  if (steps.empty()) return 0;
+  const size_t first = steps.size() > 1 ? 1 : 0;
+  double ms = 0;
+  for (size_t i = first; i < steps.size(); ++i) ms += steps[i].iteration_ms;
+  return ms > 0 ? batch * 1000.0 * static_cast<double>(steps.size() - first) / ms : 0;
+}
+
+/// The predicted iteration (processes 0..) and then every measured step (processes
+/// 1000..), laid one after another from the predicted iteration's end. Each member's
+/// events count from its own start of the step, and a step lasts its slowest member's time.
+void writeTimeline(const std::string& path, const SimulationResult& predicted,
+                   const std::vector<control::StepResult>& steps_done,
+                   const std::map<std::int64_t, std::vector<TimelineEvent>>& measured, const Cluster& cluster) {
+  constexpr int kMeasuredPids = 1000;
+  v1::ChromeTrace trace;
+  appendChromeTrace(trace, predicted.timeline, cluster, 0, " (predicted)");
+  std::vector<TimelineEvent> steps;
+  double offset = predicted.iteration_ms;
+  for (const auto& s : steps_done) {
+    if (const auto it = measured.find(s.step); it != measured.end()) {
+      for (TimelineEvent e : it->second) {
+        e.start_ms += offset;
+        e.end_ms += offset;
+        steps.push_back(e);
+      }
+    }
+    offset += s.iteration_ms;
+  }
+  appendChromeTrace(trace, steps, cluster, kMeasuredPids, " (measured)");
+  io::writeJsonFile(path, trace);
+}
+
+
+/// A plan must be predicted this much faster under the calibrated costs to be suggested:
+/// less is within what a re-plan's own disruption and the calibration's noise eat up.
+constexpr double kSuggestGain = 1.10;
+
+Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector<v1::IterationReport>& latest,
+                      const Planner& planner, const PlanRequest& request) {
+  Calibration c;
+  for (const Device& d : cost.cluster().devices()) c.devices.push_back(d.name);
+  c.factors = control::computeFactors(plan, cost, latest);
+  CostModel calibrated = cost;
+  calibrated.setComputeFactors(c.factors);
+  c.samples_per_second = simulate(plan, calibrated).samples_per_second;
+  const PlanOutcome outcome = makePlan(planner, calibrated, request);
+  if (outcome.feasible && outcome.simulated_ms > 0) {
+    const double sps = plan.batch_size * 1000.0 / outcome.simulated_ms;
+    if (sps > c.samples_per_second * kSuggestGain) {
+      c.suggested = outcome.plan;
+      c.suggested_proto = planToProto(outcome.plan, cost.model(), cost.cluster());
+      c.suggested_samples_per_second = sps;
+    }
+  }
+  return c;
+}
+
+void printCalibration(const Calibration& c, std::int64_t step, double predicted_sps, const ModelSpec& model,
+                      const Cluster& cluster, std::ostream& out) {
+  const auto [lo, hi] = std::minmax_element(c.factors.begin(), c.factors.end());
+  out << "calibrated at step " << step << ": devices compute at " << fixed(*lo, 2) << "-" << fixed(*hi, 2)
+      << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
+      << " samples/s (was " << fixed(predicted_sps, 1) << ")\n";
+  if (!c.suggested) return;
+  const Plan& p = *c.suggested;
+  out << "calibrated at step " << step << ": another plan is predicted " << fixed(c.suggested_samples_per_second, 1)
+      << " samples/s (+" << fixed((c.suggested_samples_per_second / c.samples_per_second - 1) * 100, 0)
+      << "%): " << p.stageCount() << " stages, " << p.microbatches << " micro-batches of " << p.microBatchSize()
+      << "\n";
+  printStages(p, model, cluster, out);
+}
+
+void printStages(const Plan& plan, const ModelSpec& model, const Cluster& cluster, std::ostream& out) {
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    const Stage& st = plan.stages[s];
+    out << "  stage " << s << ": " << describeLayers(model, st.layer_begin, st.layer_end) << " on "
+        << describeMembers(st, cluster, plan.microBatchSize()) << "\n";
+  }
+}
+
+void printFailureNotice(const control::Recovery& r, std::ostream& out) {
+  out << "after step " << r.failed_after << ": " << r.device << " " << control::recoveryKindName(r.kind)
+      << " (noticed " << fixed(r.detected_ms / 1000.0, 2) << " s after the last step); "
+      << (r.action == "group" ? "its group's survivors take its samples"
+                              : "re-planning over the " + std::to_string(r.devices) + " devices left")
+      << ", replaying from step " << r.step << "\n";
+}
+
+void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+                   std::ostream& out) {
+  if (r.kind == control::RecoveryKind::Manual) {
+    out << "re-planned at step " << r.step << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s: ";
+  } else {
+    out << "recovered from " << r.device << " " << control::recoveryKindName(r.kind) << " in "
+        << fixed(r.recovered_ms / 1000.0, 2) << " s (" << r.replayed_steps
+        << (r.replayed_steps == 1 ? " step" : " steps") << " replayed): ";
+  }
+  out << plan.stageCount() << " stages on " << r.devices << " devices, " << plan.microbatches
+      << " micro-batches of " << plan.microBatchSize() << "\n";
+  printStages(plan, model, cluster, out);
+}
+
+}  // namespace stagecraft::cli
