@@ -145,8 +145,9 @@ void printStages(const Plan& plan, const ModelSpec& model, const Cluster& cluste
 void printFailureNotice(const control::Recovery& r, std::ostream& out) {
   out << "after step " << r.failed_after << ": " << r.device << " " << control::recoveryKindName(r.kind)
       << " (noticed " << fixed(r.detected_ms / 1000.0, 2) << " s after the last step); "
-      << (r.action == "group" ? "its group's survivors take its samples"
-                              : "re-planning over the " + std::to_string(r.devices) + " devices left")
+      << (r.action == "group"   ? std::string("its group's survivors take its samples")
+          : r.action == "retry" ? std::string("it answers again; the same plan goes on")
+                                : "re-planning over the " + std::to_string(r.devices) + " devices left")
       << ", replaying from step " << r.step << "\n";
 }
 

@@ -512,11 +512,12 @@ void Coordinator::stop() {
   closeStreams();
 }
 
-void Coordinator::stopQuietly() {
+void Coordinator::stopQuietly(const std::string& skip) {
   v1::StopRequest request;
   request.set_job(job_);
   const milliseconds deadline = std::min(options_.call_timeout, milliseconds(5000));
   parallelFor(static_cast<int>(member_device_.size()), [&](int m) {
+    if (!skip.empty() && memberClient(m).endpoint().name == skip) return;
     try {
       memberClient(m).stop(request, deadline);
     } catch (const std::exception&) {
@@ -527,7 +528,7 @@ void Coordinator::stopQuietly() {
 }
 
 void Coordinator::abortRun(const WorkerError& error) {
-  stopQuietly();
+  stopQuietly(error.timedOut() ? error.worker() : std::string());
   throw error;
 }
 

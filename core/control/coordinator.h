@@ -178,7 +178,9 @@ class Coordinator {
   void openStreams();
   void readTelemetry(int member);
   void closeStreams();
-  void stopQuietly();
+  /// Stop on every member but those on device `skip` (one that just failed to answer in
+  /// time: waiting for it again would only delay the others).
+  void stopQuietly(const std::string& skip = {});
   [[noreturn]] void abortRun(const WorkerError& error);
 
   Cluster cluster_;

@@ -247,8 +247,32 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         all_timed_out = all_timed_out && probes[d].timed_out;
       }
     }
-    // Every device answers: the failure is the job's (bad data, a NaN), not a device's.
-    if (lost.empty()) throw *error;
+    if (lost.empty()) {
+      // Every device answers. A member that timed out and answers again was only slow (a
+      // stall shorter than the probe): stop what it still runs and replay on the same plan.
+      // Otherwise the failure is the job's (bad data, a NaN), not a device's.
+      if (!error->timedOut()) throw *error;
+      coordinator_->stopJobs();
+      rec.device = error->worker();
+      rec.kind = RecoveryKind::Stalled;
+      rec.action = "retry";
+      rec.step = backup_step_;
+      rec.replayed_steps = rec.failed_after - backup_step_;
+      rec.stages = deployed_->plan.stageCount();
+      rec.devices = deployed_->coordinator->memberCount();
+      if (events.on_failure) events.on_failure(rec);
+      const Plan same = deployed_->plan;
+      const auto same_cluster = deployed_->cluster;
+      try {
+        install(same, same_cluster, backup_ ? &*backup_ : nullptr);
+      } catch (const WorkerError& e) {
+        if (attempt >= 3) throw;
+        error = e;
+        continue;
+      }
+      std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
+      return rec;
+    }
     rec.device = joinNames(lost);
     rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
     if (events.on_log) {

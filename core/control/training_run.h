@@ -36,7 +36,8 @@ struct Recovery {
   std::string device;  ///< the device lost or stalled (several: comma-separated); "" for manual
   RecoveryKind kind = RecoveryKind::Lost;
   /// "group": the survivors of the lost device's stage group took its samples, the cuts
-  /// stayed; "replan": a new plan over the live devices.
+  /// stayed; "replan": a new plan over the live devices; "retry": a member that stalled
+  /// answers again, the same plan replays from the backup.
   std::string action;
   std::int64_t failed_after = 0;  ///< the last step every stage completed before the failure
   std::int64_t step = 0;          ///< the step training continued from (the backup's)

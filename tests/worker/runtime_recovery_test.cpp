@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -135,6 +136,10 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   };
   events.on_failure = [&](const control::Recovery& r) { noticed.push_back(r); };
   const control::RunResult result = run.train(kSteps, events);
+  for (const auto& r : result.recoveries) {
+    std::printf("%s %s: noticed after %.0f ms, running again %.0f ms later\n", r.device.c_str(),
+                std::string(control::recoveryKindName(r.kind)).c_str(), r.detected_ms, r.recovered_ms);
+  }
 
   ASSERT_EQ(result.recoveries.size(), 1u);
   const control::Recovery& r = result.recoveries.front();
@@ -180,6 +185,46 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
     }
   }
   EXPECT_EQ(compared, static_cast<int>(expected.weights.size()));
+}
+
+TEST(RuntimeRecoveryStall, AWorkerStoppedLongerThanTheStallLimitIsLeftBehind) {
+  auto workers = startWorkers({"s0", "s1", "s2"});
+  control::CoordinatorOptions options;
+  options.call_timeout = std::chrono::seconds(20);
+  options.deploy_timeout = std::chrono::seconds(60);
+  control::TrainingOptions training;
+  training.lr = kLr;
+  training.momentum = kMomentum;
+  training.seed = kSeed;
+  control::RunSettings settings;
+  settings.backup_every = 2;
+  settings.stall_floor = std::chrono::milliseconds(1000);
+  control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(smallMlp()), Optimizer::Sgd, training, options,
+                           settings);
+  run.deploy(planOf({Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}));
+  control::RunEvents events;
+  events.on_step = [&](const control::StepResult& s) {
+    if (s.step == 3) workers[1]->process().signal(SIGSTOP);  // alive, but answers nothing
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const control::RunResult result = run.train(kSteps, events);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  workers[1]->process().signal(SIGCONT);
+  for (const auto& r : result.recoveries) {
+    std::printf("stalled %s: noticed after %.0f ms, running again %.0f ms later (whole run %.1f s)\n", r.device.c_str(),
+                r.detected_ms, r.recovered_ms, seconds);
+  }
+
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].device, "s1");
+  EXPECT_EQ(result.recoveries[0].kind, control::RecoveryKind::Stalled);
+  // Given up on after the stall limit, not after the 120 s silence limit.
+  EXPECT_LT(seconds, 30) << "the run took " << seconds << " s";
+  const Reference expected = reference(kSteps);
+  ASSERT_EQ(result.steps.size(), static_cast<size_t>(kSteps));
+  for (std::int64_t i = 0; i < kSteps; ++i) {
+    EXPECT_NEAR(result.steps[i].loss, expected.losses[i], 1e-4 * std::abs(expected.losses[i])) << "step " << i + 1;
+  }
 }
 
 // Three stages over w0..w2 with w3 spare, or a group of two in the middle.
