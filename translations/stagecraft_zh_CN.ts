@@ -254,6 +254,14 @@
     </message>
 </context>
 <context>
+    <name>stagecraft::gui::ChartFeed</name>
+    <message>
+        <location filename="../app/gui/live/chart_feed.cpp" line="22"/>
+        <source>%1 lost</source>
+        <translation>%1 已丢失</translation>
+    </message>
+</context>
+<context>
     <name>stagecraft::gui::ChartPlot</name>
     <message>
         <location filename="../app/gui/live/chart_plot.cpp" line="98"/>
@@ -586,17 +594,17 @@
 <context>
     <name>stagecraft::gui::LiveCharts</name>
     <message>
-        <location filename="../app/gui/live/live_charts.cpp" line="131"/>
+        <location filename="../app/gui/live/live_charts.cpp" line="138"/>
         <source>Training Dashboard</source>
         <translation>训练仪表盘</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/live_charts.cpp" line="163"/>
+        <location filename="../app/gui/live/live_charts.cpp" line="170"/>
         <source>Export Dashboard</source>
         <translation>导出仪表盘</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/live_charts.cpp" line="172"/>
+        <location filename="../app/gui/live/live_charts.cpp" line="179"/>
         <source>Export Dashboard…</source>
         <translation>导出仪表盘…</translation>
     </message>
@@ -730,7 +738,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="131"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="108"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -1192,7 +1200,7 @@
     <message>
         <location filename="../app/gui/window/main_window_training.cpp" line="77"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="99"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="96"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -1202,17 +1210,27 @@
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="97"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="109"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="102"/>
+        <source>lost while training, after step %1</source>
+        <translation>训练中丢失（第 %1 步之后）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="104"/>
+        <source>%1 lost; training goes on without it.</source>
+        <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="113"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="131"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1681,102 +1699,102 @@
 <context>
     <name>stagecraft::gui::TimelineChart</name>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="44"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="46"/>
         <source>Time in iteration (ms)</source>
         <translation>迭代内时间 (ms)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="54"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="56"/>
         <source>Compute busy</source>
         <translation>计算忙碌</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="75"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="77"/>
         <source>Forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="77"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="79"/>
         <source>Backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="79"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="81"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="81"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="83"/>
         <source>Receive</source>
         <translation>接收</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="83"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="85"/>
         <source>All-reduce</source>
         <translation>All-Reduce</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="85"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="87"/>
         <source>Optimizer step</source>
         <translation>优化器更新</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="89"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="91"/>
         <source>Unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="134"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="136"/>
         <source>Device %1</source>
         <translation>设备 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="139"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
         <source>Pipeline Timeline (no data yet)</source>
         <translation>流水线时间线（暂无数据）</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="143"/>
         <source>Measured Iteration: %1 ms</source>
         <translation>实测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="143"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="145"/>
         <source>Predicted Iteration: %1 ms</source>
         <translation>预测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="160"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="162"/>
         <source>%1 %</source>
         <translation>%1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="189"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="191"/>
         <source>Send micro-batch %1 to %2</source>
         <translation>将微批次 %1 发送到 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="192"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="194"/>
         <source>Receive micro-batch %1 from %2</source>
         <translation>从 %2 接收微批次 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="195"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="197"/>
         <source>All-reduce of the stage&apos;s gradients</source>
         <translation>该阶段梯度的 All-Reduce</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="198"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="200"/>
         <source>Optimizer step of the stage&apos;s weights</source>
         <translation>该阶段权重的优化器更新</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="201"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="203"/>
         <source>%1 of micro-batch %2</source>
         <translation>微批次 %2 的%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="204"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="206"/>
         <source>%1
 %2
 %3 – %4 ms (%5 ms)</source>
@@ -1788,173 +1806,222 @@
 <context>
     <name>stagecraft::gui::TrainingController</name>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="69"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="59"/>
         <source>Idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="70"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="60"/>
         <source>Starting local workers</source>
         <translation>正在启动本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="71"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="61"/>
         <source>Stopping local workers</source>
         <translation>正在停止本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="72"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="62"/>
         <source>Profiling</source>
         <translation>正在性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="73"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="63"/>
         <source>Deploying</source>
         <translation>正在部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="74"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="64"/>
         <source>Deployed</source>
         <translation>已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="75"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="65"/>
         <source>Training</source>
         <translation>正在训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="76"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="66"/>
         <source>Stopping</source>
         <translation>正在停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="77"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="67"/>
         <source>Stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="78"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="68"/>
         <source>Re-planning</source>
         <translation>正在重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="115"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="105"/>
         <source>Local workers are already running; stop them first.</source>
         <translation>本地工作节点已在运行；请先停止它们。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="116"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="106"/>
         <source>Cannot start local workers while %1.</source>
         <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="124"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="114"/>
         <source>No local workers are running.</source>
         <translation>没有正在运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="133"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="123"/>
         <source>Cannot deploy while %1.</source>
         <translation>当前状态为“%1”，无法部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="140"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="130"/>
         <source>Train at least one step.</source>
         <translation>请至少训练一步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="142"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="132"/>
         <source>Cannot start training while %1.</source>
         <translation>当前状态为“%1”，无法开始训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="160"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="146"/>
         <source>Nothing is training.</source>
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="219"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="241"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="337"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="421"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="550"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="205"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="227"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="373"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="394"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="430"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="532"/>
         <source>Coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="242"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="228"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="248"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="234"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="256"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="242"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="314"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="299"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="326"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="306"/>
+        <source>Profiled %1.</source>
+        <translation>已完成 %1 的性能分析。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="314"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="336"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="337"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="321"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="422"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="359"/>
+        <source>its group&apos;s other members take its samples</source>
+        <translation>其组内其他成员接管它的样本</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="361"/>
+        <source>it answers again; the same plan goes on</source>
+        <translation>它已恢复响应；沿用同一计划继续</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/gui/live/training_controller.cpp" line="363"/>
+        <source>re-planning over the %n device(s) left</source>
+        <translation>
+            <numerusform>正在对剩余的 %n 台设备重新规划</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="366"/>
+        <source>%1 stopped answering after step %2: %3, from step %4.</source>
+        <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="367"/>
+        <source>%1 was lost after step %2: %3, from step %4.</source>
+        <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="386"/>
+        <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
+        <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/gui/live/training_controller.cpp" line="387"/>
+        <source>Training goes on without %1 after %2 s: %3 stages on %4 workers, %n step(s) replayed.</source>
+        <translation>
+            <numerusform>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点，重放了 %n 步。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="445"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="494"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="450"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="499"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="446"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="469"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="474"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="496"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="520"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="524"/>
+        <source>Moving the weights at step %1 to %2 workers.</source>
+        <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
+    </message>
+    <message>
         <source>Collecting the weights at step %1.</source>
-        <translation>正在收集第 %1 步的权重。</translation>
+        <translation type="vanished">正在收集第 %1 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="537"/>
         <source>Deploying the new plan to %1 workers at step %2.</source>
-        <translation>正在第 %2 步将新方案部署到 %1 个工作节点。</translation>
+        <translation type="vanished">正在第 %2 步将新方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="549"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="531"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="551"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -366,8 +366,18 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   return rec;
 }
 
+Recovery TrainingRun::replanNow(const ReplanRequest& request) {
+  if (!deployed_) throw Error("nothing is deployed to re-plan");
+  RunResult scratch;
+  return replan(request, scratch);
+}
+
 RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const std::atomic<bool>* cancel) {
   if (!deployed_) throw Error("nothing is deployed: call deploy() before train()");
+  {
+    std::lock_guard lock(requests_mutex_);
+    stop_requested_ = false;
+  }
   RunResult result;
   const auto started = Clock::now();
   auto last_progress = Clock::now();  // the last completed step (or the start)

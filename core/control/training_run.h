@@ -140,7 +140,12 @@ class TrainingRun {
   /// from (every device still answers, no plan fits the survivors, too many failures).
   RunResult train(std::int64_t target, const RunEvents& events = {}, const std::atomic<bool>* cancel = nullptr);
 
+  /// Re-plans now, between two train() calls (a request during train() goes through
+  /// requestReplan()): collects the weights, deploys the new plan from them.
+  Recovery replanNow(const ReplanRequest& request);
+
   /// From any thread: the run ends at its next step boundary (train() returns stopped).
+  /// A stop asked for before train() starts is dropped.
   void requestStop();
   /// From any thread: the run re-plans at its next step boundary and goes on.
   void requestReplan(ReplanRequest request = {});

@@ -1,10 +1,13 @@
 // TrainingController against real stagecraft-worker processes on loopback: local cluster up,
 // deploy, train, re-plan over fewer devices with the weights carried over, train on, down.
 // Needs $STAGECRAFT_WORKER (tests/CMakeLists.txt sets it when the worker is built here).
+#include <QDir>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <signal.h>
+
 #include <cmath>
 #include <set>
 
@@ -53,6 +56,23 @@ std::set<QString> planDevices(const Plan& plan, const Cluster& cluster) {
     for (const auto& member : stage.members) names.insert(QString::fromStdString(cluster.device(member.device).name));
   }
   return names;
+}
+
+/// The pid of the process whose command line has `--listen address` (a local worker).
+pid_t workerListeningOn(const std::string& address) {
+  QDir proc(QStringLiteral("/proc"));
+  for (const QString& entry : proc.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    bool numeric = false;
+    const int pid = entry.toInt(&numeric);
+    if (!numeric) continue;
+    QFile file(QStringLiteral("/proc/%1/cmdline").arg(entry));
+    if (!file.open(QIODevice::ReadOnly)) continue;
+    const QList<QByteArray> args = file.readAll().split('\0');
+    for (int i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--listen" && args[i + 1].toStdString() == address) return static_cast<pid_t>(pid);
+    }
+  }
+  return -1;
 }
 
 }  // namespace
@@ -189,6 +209,78 @@ class ControllerIntegrationTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, kStartTimeoutMs);
     QCOMPARE(controller.state(), TrainingState::Idle);
     QVERIFY(!controller.localCluster());
+  }
+
+  void aLostWorkerIsDroppedAndTrainingGoesOn() {
+    if (qEnvironmentVariableIsEmpty("STAGECRAFT_WORKER")) {
+      QSKIP("STAGECRAFT_WORKER is not set: build the worker here or export the path of a built stagecraft-worker");
+    }
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString cluster_path = dir.filePath(QStringLiteral("cluster.json"));
+    {
+      QFile file(cluster_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(clusterJson());
+    }
+    TrainingController controller;
+    stagecraft::gui::LiveCharts charts;
+    stagecraft::gui::ChartFeed feed(&controller, &charts);
+    QSignalSpy started(&controller, &TrainingController::localClusterStarted);
+    QSignalSpy stopped(&controller, &TrainingController::localClusterStopped);
+    QSignalSpy steps(&controller, &TrainingController::stepCompleted);
+    QSignalSpy failures(&controller, &TrainingController::failed);
+    QSignalSpy lost(&controller, &TrainingController::deviceLost);
+    QSignalSpy recovered(&controller, &TrainingController::recovered);
+    QSignalSpy applied(&controller, &TrainingController::replanApplied);
+    QVERIFY(controller.startLocalCluster(cluster_path));
+    QTRY_COMPARE_WITH_TIMEOUT(started.count() + failures.count(), 1, kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    const Cluster cluster = *controller.localCluster();
+
+    // Three stages, one device each; "slow" stands by.
+    const stagecraft::ModelSpec model = stagecraft::loadModel("mlp");
+    Plan plan;
+    plan.model = model.name();
+    plan.cluster = cluster.name();
+    plan.batch_size = 8;
+    plan.microbatches = 2;
+    plan.stages = {{0, 3, {{*cluster.find("fast"), 4}}}, {3, 6, {{*cluster.find("mid-1"), 4}}},
+                   {6, 8, {{*cluster.find("mid-2"), 4}}}};
+    stagecraft::control::TrainingOptions options;
+    options.seed = 7;
+    QVERIFY(controller.deploy(plan, model, cluster, options));
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Deployed || !failures.isEmpty(), kStartTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+
+    constexpr int kSteps = 12;
+    QVERIFY(controller.start(kSteps));
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 3 || !failures.isEmpty(), kStepTimeoutMs);
+    const pid_t victim = workerListeningOn(cluster.device(*cluster.find("mid-1")).address);
+    QVERIFY(victim > 0);
+    QCOMPARE(::kill(victim, SIGKILL), 0);
+
+    QTRY_VERIFY_WITH_TIMEOUT(controller.state() == TrainingState::Stopped || !failures.isEmpty(), kStepTimeoutMs);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures.value(0).value(0).toString()));
+    QCOMPARE(controller.currentStep(), qint64(kSteps));
+    QCOMPARE(lost.count(), 1);
+    QCOMPARE(lost.at(0).at(0).toString(), QStringLiteral("mid-1"));
+    QCOMPARE(recovered.count(), 1);
+    // The run goes on with a plan over the devices left, the spare included if it helps.
+    QCOMPARE(applied.count(), 1);
+    const auto now = controller.deployedCluster();
+    QVERIFY(now);
+    QVERIFY(!now->find("mid-1"));
+    QVERIFY(!planDevices(applied.at(0).at(0).value<Plan>(), *now).count(QStringLiteral("mid-1")));
+    // The step after the last one before the loss comes again at most once per replayed
+    // step; the last reported step is the target.
+    QCOMPARE(steps.last().at(0).toLongLong(), qint64(kSteps));
+    charts.flushReplots();
+    QCOMPARE(charts.throughputChart()->markerCount(), 1);
+    QCOMPARE(charts.lossChart()->markerCount(), 1);
+
+    QVERIFY(controller.stopLocalCluster());
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.count(), 1, kStartTimeoutMs);
   }
 };
 

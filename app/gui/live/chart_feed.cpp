@@ -16,6 +16,11 @@ ChartFeed::ChartFeed(TrainingController* controller, LiveCharts* charts, QObject
     if (state == TrainingState::Deployed) resetDevices();
   });
   connect(controller_, &TrainingController::replanApplied, this, [this] { resetDevices(); });
+  // A lost device is marked where training stood when it went.
+  connect(controller_, &TrainingController::deviceLost, this,
+          [this](const QString& device, const QString&, qint64 failed_after, qint64) {
+            charts_->addMarker(failed_after, last_seconds_, tr("%1 lost").arg(device), QColor(0xc6, 0x28, 0x28));
+          });
 }
 
 void ChartFeed::resetDevices() {
@@ -33,6 +38,7 @@ void ChartFeed::resetDevices() {
 
 void ChartFeed::onStep(qint64 step, double loss, double measured, double predicted, double seconds) {
   if (!clock_.isValid()) clock_.start();
+  last_seconds_ = seconds;
   charts_->addStep(step, seconds, measured, predicted, loss);
   // The last iteration every device reported, drawn as one pipeline.
   std::vector<TimelineEvent> events;

@@ -38,6 +38,7 @@ class ChartFeed : public QObject {
   QStringList devices_;
   std::map<QString, std::vector<TimelineEvent>> last_timelines_;  ///< per device, its last iteration
   QElapsedTimer clock_;
+  double last_seconds_ = 0;  // of the last step shown
 };
 
 }  // namespace stagecraft::gui

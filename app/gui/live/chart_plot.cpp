@@ -130,4 +130,30 @@ void ChartPlot::contextMenuEvent(QContextMenuEvent* event) {
   menu.exec(event->globalPos());
 }
 
+void ChartPlot::addMarker(double key, const QString& label, const QColor& color) {
+  auto* line = new QCPItemStraightLine(this);
+  line->point1->setCoords(key, 0);
+  line->point2->setCoords(key, 1);
+  line->setPen(QPen(color, 1.5, Qt::DashLine));
+  auto* text = new QCPItemText(this);
+  text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+  text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  text->position->setCoords(key, 0.02);
+  text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  text->setPadding(QMargins(4, 0, 0, 0));
+  text->setText(label);
+  text->setColor(color);
+  markers_.emplace_back(line, text);
+  requestReplot();
+}
+
+void ChartPlot::clearMarkers() {
+  for (auto& [line, text] : markers_) {
+    removeItem(line);
+    removeItem(text);
+  }
+  markers_.clear();
+  requestReplot();
+}
+
 }  // namespace stagecraft::gui

@@ -2,6 +2,8 @@
 
 #include <QString>
 #include <QTimer>
+#include <utility>
+#include <vector>
 #include "live/qcustomplot_include.h"
 
 class QMenu;
@@ -55,6 +57,12 @@ class ChartPlot : public QCustomPlot {
   /// chosen filter when the user typed none.
   static QString askExportPath(QWidget* parent, const QString& caption, const QString& suggested_name);
 
+  /// A dashed vertical line at `key` with `label` at its top (a lost device, a re-plan).
+  void addMarker(double key, const QString& label, const QColor& color);
+  /// Removes every marker.
+  void clearMarkers();
+  int markerCount() const { return static_cast<int>(markers_.size()); }
+
   /// A file name for exports, e.g. "throughput".
   virtual QString exportName() const = 0;
 
@@ -77,6 +85,7 @@ class ChartPlot : public QCustomPlot {
   bool following_ = true;
   bool key_navigation_ = false;
   int replot_count_ = 0;
+  std::vector<std::pair<QCPItemStraightLine*, QCPItemText*>> markers_;
 };
 
 }  // namespace stagecraft::gui

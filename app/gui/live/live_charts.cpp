@@ -82,9 +82,16 @@ void LiveCharts::setTimeline(const std::vector<TimelineEvent>& events, double it
   timeline_->setTimeline(events, iteration_ms, measured);
 }
 
+void LiveCharts::addMarker(std::int64_t step, double seconds, const QString& label, const QColor& color) {
+  throughput_->addMarker(seconds, label, color);
+  loss_->addMarker(static_cast<double>(step), label, color);
+}
+
 void LiveCharts::clear() {
   throughput_->clear();
+  throughput_->clearMarkers();
   loss_->clear();
+  loss_->clearMarkers();
   devices_->clear();
   timeline_->clear();
 }

@@ -44,6 +44,9 @@ class LiveCharts : public QWidget {
   /// The simulator's predicted iteration (measured = false) or one measured iteration.
   void setTimeline(const std::vector<TimelineEvent>& events, double iteration_ms, bool measured);
   /// Empties every chart for a new run; the devices stay.
+  /// Marks step `step` (at `seconds` since the start) on the throughput and loss charts:
+  /// a lost device or a re-plan.
+  void addMarker(std::int64_t step, double seconds, const QString& label, const QColor& color);
   void clear();
 
   /// Replots every stale chart now (before a grab or a measurement).

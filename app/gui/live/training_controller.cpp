@@ -20,10 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// How long one Start should train: short enough that stop() and applyReplan() take effect
-/// within about this long, long enough that the per-Start overhead (streams, RPCs) is small.
-constexpr double kSegmentSeconds = 0.5;
-
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// Members of a plan as the coordinator numbers them (buildAssignments): stage order,
@@ -38,14 +34,8 @@ int memberCount(const Plan& plan) {
 
 /// One deployed job, owned by the controller's thread.
 struct TrainingController::Deployment {
-  Plan plan;
-  ModelSpec model;
-  Cluster cluster;
-  control::TrainingOptions options;
-  std::unique_ptr<control::Coordinator> coordinator;
-  double predicted_sps = 0;
+  std::unique_ptr<control::TrainingRun> run;
   std::uint64_t generation = 0;
-  std::int64_t step = 0;  // the last step every member completed
   Clock::time_point run_started{};
 };
 
@@ -141,10 +131,6 @@ bool TrainingController::start(qint64 steps) {
   const bool can = state_ == TrainingState::Deployed || state_ == TrainingState::Stopped;
   if (!can) return refuse(tr("Cannot start training while %1.").arg(stateText(state_).toLower()));
   target_step_ = current_step_ + steps;
-  {
-    std::lock_guard lock(mutex_);
-    stop_requested_ = false;
-  }
   setState(TrainingState::Training);
   enqueue([this, target = static_cast<std::int64_t>(target_step_)] { trainJob(target); });
   return true;
@@ -155,7 +141,7 @@ bool TrainingController::stop() {
   {
     std::lock_guard lock(mutex_);
     training = training_;
-    if (training) stop_requested_ = true;
+    if (training) active_run_->requestStop();
   }
   if (!training) return refuse(tr("Nothing is training."));
   setState(TrainingState::Stopping);
@@ -278,10 +264,10 @@ void TrainingController::stopLocalJob() {
 }
 
 void TrainingController::publishDeployment() {
-  const Deployment& d = *deployment_;
-  const int members = memberCount(d.plan);
-  toGui([this, plan = d.plan, cluster = d.cluster, model = d.model, sps = d.predicted_sps, step = d.step,
-         generation = d.generation, members] {
+  const control::TrainingRun& run = *deployment_->run;
+  const int members = memberCount(run.plan());
+  toGui([this, plan = run.plan(), cluster = run.deployedCluster(), model = run.model(),
+         sps = run.predictedSamplesPerSecond(), step = run.step(), generation = deployment_->generation, members] {
     plan_ = plan;
     cluster_ = cluster;
     model_ = model;
@@ -306,31 +292,30 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   cancel_ = false;
   const std::uint64_t generation = deployment_ ? deployment_->generation + 1 : 1;
   deployment_.reset();
-  auto coordinator = std::make_unique<control::Coordinator>(cluster, coordinator_options);
-  CostModel cost(model, cluster, plan.optimizer);
+  auto run = std::make_unique<control::TrainingRun>(cluster, model, plan.optimizer, options, coordinator_options);
   if (profile) {
     toGui([this, n = cluster.size()] {
       setState(TrainingState::Profiling);
-      Q_EMIT progress(tr("Profiling the model on %1 workers.").arg(n), 0, 0);
+      Q_EMIT progress(tr("Profiling the model on %1 workers.").arg(n), 0, n);
     });
     if (plan.microBatchSize() > 0) sizes.push_back(plan.microBatchSize());
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    cost.setProfiles(coordinator->profile(model, sizes));
+    run->profile(sizes, 3, [this](const std::string& device, int done, int total) {
+      toGui([this, device = QString::fromStdString(device), done, total] {
+        Q_EMIT progress(tr("Profiled %1.").arg(device), done, total);
+      });
+    });
   }
-  const double predicted = simulate(plan, cost).samples_per_second;
 
   const int members = memberCount(plan);
   toGui([this, members] {
     setState(TrainingState::Deploying);
     Q_EMIT progress(tr("Deploying the plan to %1 workers.").arg(members), 0, members);
   });
-  coordinator->deploy(plan, model, options);
-
-  auto d = std::make_unique<Deployment>(
-      Deployment{plan, model, cluster, options, std::move(coordinator), predicted, generation, options.start_step, {}});
-  const QString job = QString::fromStdString(d->coordinator->job());
-  deployment_ = std::move(d);
+  run->deploy(plan);
+  deployment_ = std::make_unique<Deployment>(Deployment{std::move(run), generation, {}});
+  const QString job = QString::fromStdString(deployment_->run->deployment().job());
   publishDeployment();
   toGui([this, members, job] {
     Q_EMIT progress(tr("Deployed job %1 to %2 workers.").arg(job).arg(members), members, members);
@@ -339,81 +324,105 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   });
 }
 
-void TrainingController::onIteration(std::uint64_t generation, int member, const v1::IterationReport& report) {
-  const Deployment& d = *deployment_;
-  const int device = d.coordinator->memberDevice(member);
-  std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, d.cluster);
+void TrainingController::onIteration(std::uint64_t generation, int member, int device,
+                                     const v1::IterationReport& report) {
+  const Cluster& cluster = deployment_->run->deployedCluster();
+  std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, cluster);
   toGui([this, generation, member, report, timeline = std::move(timeline),
-         name = QString::fromStdString(d.cluster.device(device).name)] {
+         name = QString::fromStdString(cluster.device(device).name)] {
     if (generation != shown_generation_) return;  // a report of the deployment before a re-plan
     if (member >= 0 && member < static_cast<int>(latest_reports_.size())) latest_reports_[member] = report;
     Q_EMIT iterationReported(name, report.busy_fraction(), report.memory_mb(), timeline);
   });
 }
 
-bool TrainingController::trainSegments(std::int64_t target) {
+control::RunEvents TrainingController::runEvents() {
   Deployment& d = *deployment_;
-  control::TrainingCallbacks callbacks;
-  callbacks.on_step = [this, &d](const control::StepResult& s) {
-    d.step = s.step;
-    toGui([this, s, predicted = d.predicted_sps, seconds = secondsSince(d.run_started)] {
+  control::RunEvents events;
+  events.on_step = [this, &d](const control::StepResult& s) {
+    toGui([this, s, predicted = d.run->predictedSamplesPerSecond(), seconds = secondsSince(d.run_started)] {
       current_step_ = s.step;
       Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
     });
   };
-  callbacks.on_log = [this](const std::string& worker, const std::string& text) {
+  events.on_log = [this](const std::string& worker, const std::string& text) {
     toGui([this, worker = QString::fromStdString(worker), text = QString::fromStdString(text)] {
       Q_EMIT logMessage(worker, QtInfoMsg, text);
     });
   };
-  callbacks.on_iteration = [this, generation = d.generation](int member, const v1::IterationReport& report) {
-    onIteration(generation, member, report);
+  events.on_iteration = [this, &d](int member, int device, const v1::IterationReport& report) {
+    onIteration(d.generation, member, device, report);
   };
-
-  std::int64_t segment = 1;
-  while (d.step < target && !cancel_) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stop_requested_ || pending_replan_) break;
+  events.on_failure = [this](const control::Recovery& r) {
+    QString what;
+    if (r.action == "group") {
+      what = tr("its group's other members take its samples");
+    } else if (r.action == "retry") {
+      what = tr("it answers again; the same plan goes on");
+    } else {
+      what = tr("re-planning over the %n device(s) left", nullptr, r.devices);
     }
-    const std::int64_t steps = std::min(segment, target - d.step);
-    const auto began = Clock::now();
-    const control::TrainingResult result = d.coordinator->train(steps, callbacks, &cancel_);
-    if (result.cancelled) return false;
-    const double per_step = secondsSince(began) / static_cast<double>(steps);
-    segment = std::clamp<std::int64_t>(std::llround(kSegmentSeconds / std::max(per_step, 1e-4)), 1, 100'000);
-  }
-  return !cancel_;
+    const QString text = (r.kind == control::RecoveryKind::Stalled
+                              ? tr("%1 stopped answering after step %2: %3, from step %4.")
+                              : tr("%1 was lost after step %2: %3, from step %4."))
+                             .arg(QString::fromStdString(r.device))
+                             .arg(r.failed_after)
+                             .arg(what)
+                             .arg(r.step + 1);
+    toGui([this, r, text] {
+      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
+      Q_EMIT deviceLost(QString::fromStdString(r.device), QString::fromStdString(r.action), r.failed_after, r.step);
+    });
+  };
+  events.on_deployed = [this, &d] {
+    ++d.generation;
+    publishDeployment();
+    toGui([this, plan = d.run->plan(), step = d.run->step()] { Q_EMIT replanApplied(plan, step); });
+  };
+  events.on_recovery = [this](const control::Recovery& r) {
+    const double seconds = r.recovered_ms / 1000.0;
+    const QString text =
+        r.kind == control::RecoveryKind::Manual
+            ? tr("Re-planned in %1 s: %2 stages on %3 workers.").arg(seconds, 0, 'f', 2).arg(r.stages).arg(r.devices)
+            : tr("Training goes on without %1 after %2 s: %3 stages on %4 workers, %n step(s) replayed.", nullptr,
+                 static_cast<int>(r.replayed_steps))
+                  .arg(QString::fromStdString(r.device))
+                  .arg(seconds, 0, 'f', 2)
+                  .arg(r.stages)
+                  .arg(r.devices);
+    toGui([this, r, text, seconds] {
+      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, text);
+      Q_EMIT recovered(QString::fromStdString(r.device), r.step, seconds);
+    });
+  };
+  return events;
 }
 
 void TrainingController::trainJob(std::int64_t target, bool continuing) {
   if (!deployment_) throw Error("nothing is deployed");
+  Deployment& d = *deployment_;
   {
     std::lock_guard lock(mutex_);
     training_ = true;
+    active_run_ = d.run.get();
   }
-  if (!continuing) deployment_->run_started = Clock::now();
-  bool completed = false;
+  if (!continuing) d.run_started = Clock::now();
+  control::RunResult result;
   try {
-    completed = trainSegments(target);
+    result = d.run->train(target, runEvents(), &cancel_);
   } catch (...) {
     std::lock_guard lock(mutex_);
     training_ = false;
-    pending_replan_.reset();
+    active_run_ = nullptr;
     throw;
   }
-  std::optional<PendingReplan> replan;
-  bool stopped = false;
   {
     std::lock_guard lock(mutex_);
     training_ = false;
-    replan = std::move(pending_replan_);
-    pending_replan_.reset();
-    stopped = stop_requested_;
-    stop_requested_ = false;
+    active_run_ = nullptr;
   }
-  const std::int64_t step = deployment_->step;
-  if (!completed) {
+  const std::int64_t step = d.run->step();
+  if (result.cancelled) {
     // Cancelled mid-step: the stages may stand at different steps, so the deployment
     // cannot continue.
     deployment_.reset();
@@ -425,10 +434,6 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
       model_.reset();
       setState(TrainingState::Idle);
     });
-    return;
-  }
-  if (replan) {
-    replanJob(std::move(*replan), !stopped && step < target, target);
     return;
   }
   toGui([this, step, target] {
@@ -498,55 +503,32 @@ bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
   {
     std::lock_guard lock(mutex_);
     training = training_;
-    // The run ends at its next step boundary and replanJob() continues it.
-    if (training) pending_replan_ = PendingReplan{plan, cluster};
+    // The run re-plans at its next step boundary and goes on.
+    if (training) active_run_->requestReplan(control::ReplanRequest{plan, cluster});
   }
   // A run that ended on its own a moment ago (its Stopped not here yet) still continues.
   const bool resume = !training && state_ == TrainingState::Training;
+  if (training) return true;
   setState(TrainingState::Replanning);
-  if (!training) {
-    enqueue([this, replan = PendingReplan{plan, cluster}, resume, target = static_cast<std::int64_t>(target_step_)] {
-      replanJob(replan, resume, target);
-    });
-  }
+  enqueue([this, request = control::ReplanRequest{plan, cluster}, resume,
+           target = static_cast<std::int64_t>(target_step_)] { replanJob(request, resume, target); });
   return true;
 }
 
-void TrainingController::replanJob(PendingReplan replan, bool resume, std::int64_t target) {
+void TrainingController::replanJob(control::ReplanRequest request, bool resume, std::int64_t target) {
   if (!deployment_) throw Error("nothing is deployed to re-plan");
-  Deployment& old = *deployment_;
-  toGui([this, step = old.step] {
+  Deployment& d = *deployment_;
+  const int members = request.plan ? memberCount(*request.plan) : 0;
+  toGui([this, step = d.run->step(), members] {
     setState(TrainingState::Replanning);
-    Q_EMIT progress(tr("Collecting the weights at step %1.").arg(step), 0, 2);
+    Q_EMIT progress(tr("Moving the weights at step %1 to %2 workers.").arg(step).arg(members), 0, 1);
   });
-  control::ModelWeights weights;
-  try {
-    weights = old.coordinator->collectWeights();
-  } catch (const std::exception& e) {
-    // Nothing changed on the workers: the old deployment stays.
-    fail(e.what(), TrainingState::Stopped);
-    return;
-  }
-  control::CoordinatorOptions coordinator_options;
-  {
-    std::lock_guard lock(settings_mutex_);
-    coordinator_options = coordinator_options_;
-  }
-  const int members = memberCount(replan.plan);
-  toGui([this, members, step = weights.step] {
-    Q_EMIT progress(tr("Deploying the new plan to %1 workers at step %2.").arg(members).arg(step), 1, 2);
-  });
-  auto coordinator = std::make_unique<control::Coordinator>(replan.cluster, coordinator_options);
-  coordinator->deploy(replan.plan, old.model, old.options, weights);
-  const double predicted =
-      simulate(replan.plan, CostModel(old.model, replan.cluster, replan.plan.optimizer)).samples_per_second;
-  auto next = std::make_unique<Deployment>(Deployment{replan.plan, old.model, replan.cluster, old.options,
-                                                      std::move(coordinator), predicted, old.generation + 1,
-                                                      weights.step, old.run_started});
-  deployment_ = std::move(next);  // the old coordinator goes; its workers hold the new job or idle
+  d.run->replanNow(request);
+  ++d.generation;
   publishDeployment();
-  toGui([this, plan = replan.plan, step = weights.step, members, resume, target] {
-    Q_EMIT progress(tr("The new plan runs on %1 workers from step %2.").arg(members).arg(step), 2, 2);
+  const std::int64_t step = d.run->step();
+  toGui([this, plan = d.run->plan(), step, members, resume, target] {
+    Q_EMIT progress(tr("The new plan runs on %1 workers from step %2.").arg(members).arg(step), 1, 1);
     Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
                       tr("Re-planned: %1 stages on %2 workers, continuing at step %3.")
                           .arg(plan.stageCount())
@@ -555,7 +537,7 @@ void TrainingController::replanJob(PendingReplan replan, bool resume, std::int64
     Q_EMIT replanApplied(plan, step);
     setState(resume && step < target ? TrainingState::Training : TrainingState::Stopped);
   });
-  if (resume && weights.step < target) trainJob(target, true);
+  if (resume && step < target) trainJob(target, true);
 }
 
 }  // namespace stagecraft::gui

@@ -17,6 +17,7 @@
 #include "control/assignments.h"
 #include "control/coordinator.h"
 #include "control/local_cluster.h"
+#include "control/training_run.h"
 #include "model/model_spec.h"
 #include "plan/plan.h"
 #include "planner/planner.h"
@@ -43,10 +44,10 @@ enum class TrainingState {
 /// thread that owns the controller. Commands are refused (false, and failed()) in a state
 /// that does not allow them.
 ///
-/// Training runs as a sequence of short Starts (about half a second each): the workers then
-/// sit at a step boundary between two of them, which is where stop() and applyReplan() take
-/// effect, so a stopped or re-planned run continues at the next step with every stage at the
-/// same step: none lost, none repeated.
+/// The run itself is a control::TrainingRun, the same one `stagecraft-cli run` drives: it
+/// trains in short segments (about half a second each), so stop() and applyReplan() take
+/// effect at a step boundary with every stage at the same step, and it recovers by itself
+/// from a lost device (deviceLost(), then replanApplied() with the plan over the survivors).
 class TrainingController : public QObject {
   Q_OBJECT
 
@@ -131,15 +132,19 @@ class TrainingController : public QObject {
   void replanProposed(const stagecraft::Plan& current, const stagecraft::Plan& proposed,
                       double current_samples_per_second, double proposed_samples_per_second,
                       const stagecraft::Cluster& calibrated, const stagecraft::Cluster& current_cluster);
-  /// The job now runs `plan`, continuing at `step`.
+  /// The job now runs `plan` over deployedCluster(), continuing at `step`: after
+  /// applyReplan() or a recovery.
   void replanApplied(const stagecraft::Plan& plan, qint64 step);
+  /// A device was lost (or stalled) after step `failed_after`; the run goes on from `step`
+  /// as `action` says ("group": its group's survivors take its samples, "replan": a new plan
+  /// over the devices left, "retry": it answers again). `device` may name several,
+  /// comma-separated.
+  void deviceLost(const QString& device, const QString& action, qint64 failed_after, qint64 step);
+  /// The run completed its first step after a loss or re-plan, `seconds` after noticing it.
+  void recovered(const QString& device, qint64 step, double seconds);
 
  private:
   struct Deployment;  // what the controller's thread deploys and trains
-  struct PendingReplan {
-    Plan plan;
-    Cluster cluster;
-  };
 
   bool refuse(const QString& message);
   bool settled() const;  // Idle, Deployed or Stopped: no job runs or waits
@@ -153,11 +158,11 @@ class TrainingController : public QObject {
   void stopLocalJob();
   void deployJob(Plan plan, ModelSpec model, Cluster cluster, control::TrainingOptions options);
   void trainJob(std::int64_t target, bool continuing = false);  // continuing: after a re-plan
-  void replanJob(PendingReplan replan, bool resume, std::int64_t target);
-  bool trainSegments(std::int64_t target);
+  void replanJob(control::ReplanRequest request, bool resume, std::int64_t target);
+  control::RunEvents runEvents();
   void fail(const std::string& message, TrainingState next);
   void publishDeployment();
-  void onIteration(std::uint64_t generation, int member, const v1::IterationReport& report);
+  void onIteration(std::uint64_t generation, int member, int device, const v1::IterationReport& report);
 
   // GUI-thread view (changed only by posted functions).
   TrainingState state_ = TrainingState::Idle;
@@ -189,9 +194,8 @@ class TrainingController : public QObject {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
-  bool training_ = false;  // trainSegments() runs: stop / applyReplan go through the flags below
-  bool stop_requested_ = false;
-  std::optional<PendingReplan> pending_replan_;
+  bool training_ = false;  // TrainingRun::train() runs: stop / applyReplan are requests to it
+  control::TrainingRun* active_run_ = nullptr;  // while training_
   bool quit_ = false;
   std::atomic<bool> cancel_{false};  // hard cancel: the coordinator stops the workers mid-step
   std::thread thread_;

@@ -389,6 +389,16 @@ void DeviceModel::setStatus(int row, DeviceStatus status) {
   Q_EMIT statusChanged(QString::fromStdString(r.device.name), status);
 }
 
+void DeviceModel::markLost(const QString& name, const QString& reason) {
+  const int at = rowOf(name);
+  if (at < 0) return;
+  Row& row = rows_[static_cast<size_t>(at)];
+  row.error = reason;
+  row.misses = std::max(row.misses, lost_after_misses_);
+  emitRowChanged(at);
+  setStatus(at, DeviceStatus::Lost);
+}
+
 void DeviceModel::emitRowChanged(int row) {
   Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }

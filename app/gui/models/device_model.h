@@ -86,6 +86,9 @@ class DeviceModel : public QAbstractTableModel {
   /// Names of the devices whose workers answer now (reachable or busy), in row order.
   QStringList liveDevices() const;
   DeviceStatus status(const QString& name) const;
+  /// The training run lost this device: Lost at once, with `reason` as its error, until
+  /// it answers a probe again.
+  void markLost(const QString& name, const QString& reason);
   /// The row of device `name`, or -1.
   int rowOf(const QString& name) const;
   QString nameAt(int row) const;

@@ -145,7 +145,6 @@ class MainWindow : public QMainWindow {
   QString plan_path_;
   QString pending_model_;  ///< the model to open with the first cluster
 
-  std::optional<Cluster> pending_replan_cluster_;
 };
 
 }  // namespace stagecraft::gui

@@ -88,17 +88,21 @@ void MainWindow::connectController() {
                                 proposed_sps, this);
             if (dialog.exec() != QDialog::Accepted) return;
             controller_->applyReplan(proposed, calibrated);
-            pending_replan_cluster_ = calibrated;
           });
   connect(controller_, &TrainingController::replanApplied, this, [this](const Plan& plan, qint64 step) {
-    // The editor now shows the running plan over the live devices with measured speeds.
-    if (pending_replan_cluster_) {
-      session_->setDocument(session_->model(), *pending_replan_cluster_, plan);
-      pending_replan_cluster_.reset();
-    }
+    // The editor now shows the running plan over the devices it runs on (live, measured
+    // speeds after a re-plan; the survivors after a loss).
+    if (const auto cluster = controller_->deployedCluster()) session_->setDocument(session_->model(), *cluster, plan);
     log_->append(tr("coordinator"), LogModel::Level::Info,
                  tr("The new plan runs from step %1 with the weights carried over.").arg(step + 1));
   });
+  connect(controller_, &TrainingController::deviceLost, this,
+          [this](const QString& devices, const QString&, qint64 failed_after, qint64) {
+            for (const QString& name : devices.split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
+              devices_->markLost(name, tr("lost while training, after step %1").arg(failed_after));
+            }
+            statusBar()->showMessage(tr("%1 lost; training goes on without it.").arg(devices), 10000);
+          });
 
   devices_->setMonitoring(true);
 }
