@@ -473,47 +473,47 @@
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="140"/>
+        <location filename="../app/gui/models/device_model.cpp" line="146"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="141"/>
+        <location filename="../app/gui/models/device_model.cpp" line="147"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="142"/>
+        <location filename="../app/gui/models/device_model.cpp" line="148"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="143"/>
+        <location filename="../app/gui/models/device_model.cpp" line="149"/>
         <source>Memory (MB)</source>
         <translation>内存 (MB)</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="144"/>
+        <location filename="../app/gui/models/device_model.cpp" line="150"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="145"/>
+        <location filename="../app/gui/models/device_model.cpp" line="151"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="146"/>
+        <location filename="../app/gui/models/device_model.cpp" line="152"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="214"/>
+        <location filename="../app/gui/models/device_model.cpp" line="220"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="223"/>
+        <location filename="../app/gui/models/device_model.cpp" line="229"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>
@@ -1894,10 +1894,10 @@
         <location filename="../app/gui/live/training_controller.cpp" line="205"/>
         <location filename="../app/gui/live/training_controller.cpp" line="227"/>
         <location filename="../app/gui/live/training_controller.cpp" line="322"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="373"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="394"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="430"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="532"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
         <source>Coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -1947,81 +1947,69 @@
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
-    <message numerus="yes">
+    <message>
         <location filename="../app/gui/live/training_controller.cpp" line="363"/>
-        <source>re-planning over the %n device(s) left</source>
-        <translation>
-            <numerusform>正在对剩余的 %n 台设备重新规划</numerusform>
-        </translation>
+        <source>re-planning over the devices left (%1)</source>
+        <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="366"/>
-        <source>%1 stopped answering after step %2: %3, from step %4.</source>
-        <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。</translation>
+        <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
+        <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="367"/>
-        <source>%1 was lost after step %2: %3, from step %4.</source>
-        <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。</translation>
+        <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
+        <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="386"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="388"/>
+        <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
+        <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="387"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
-    <message numerus="yes">
-        <location filename="../app/gui/live/training_controller.cpp" line="387"/>
-        <source>Training goes on without %1 after %2 s: %3 stages on %4 workers, %n step(s) replayed.</source>
-        <translation>
-            <numerusform>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点，重放了 %n 步。</numerusform>
-        </translation>
-    </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="450"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="499"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="500"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="452"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="474"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="475"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="524"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="525"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <source>Collecting the weights at step %1.</source>
-        <translation type="vanished">正在收集第 %1 步的权重。</translation>
-    </message>
-    <message>
-        <source>Deploying the new plan to %1 workers at step %2.</source>
-        <translation type="vanished">正在第 %2 步将新方案部署到 %1 个工作节点。</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="531"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="532"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="534"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -213,8 +213,14 @@ void TrainingRun::updateFactors() {
 Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
   const CostModel cost = costModel(over);
   const Plan& current = deployed_->plan;
-  const PlanRequest request{current.batch_size, 0, current.schedule};
-  const PlanOutcome outcome = makePlan(*makePlanner(settings_.planner), cost, request);
+  // The same global batch in as many micro-batches as before: the count the run was
+  // planned (or told) to use. The cost model does not price a micro-batch's fixed costs
+  // (dispatch, messages), so left to choose after calibration it can pick dozens of
+  // one-sample micro-batches that are fast only on paper. Any count when that one fits
+  // nowhere.
+  const auto planner = makePlanner(settings_.planner);
+  PlanOutcome outcome = makePlan(*planner, cost, PlanRequest{current.batch_size, current.microbatches, current.schedule});
+  if (!outcome.feasible) outcome = makePlan(*planner, cost, PlanRequest{current.batch_size, 0, current.schedule});
   if (!outcome.feasible) {
     throw Error(why + ": planner '" + settings_.planner + "' found no plan over " + std::to_string(over.size()) +
                 " devices" + (outcome.reason.empty() ? "" : " (" + outcome.reason + ")"));
@@ -254,6 +260,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       if (!error->timedOut()) throw *error;
       coordinator_->stopJobs();
       rec.device = error->worker();
+      rec.reason = error->what();
       rec.kind = RecoveryKind::Stalled;
       rec.action = "retry";
       rec.step = backup_step_;
@@ -275,10 +282,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     }
     rec.device = joinNames(lost);
     rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
-    if (events.on_log) {
-      events.on_log("coordinator", rec.device + (lost.size() > 1 ? " are " : " is ") +
-                                       std::string(recoveryKindName(rec.kind)) + " (" + error->what() + ")");
-    }
+    rec.reason = error->what();
 
     // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
     // lost share. A new plan over every live device when that is impossible, does not fit,

@@ -34,6 +34,7 @@ std::string_view recoveryKindName(RecoveryKind kind);  ///< "lost", "stalled", .
 /// One change of plan while training, and what it cost.
 struct Recovery {
   std::string device;  ///< the device lost or stalled (several: comma-separated); "" for manual
+  std::string reason;  ///< the failure that revealed it (one line, names the worker)
   RecoveryKind kind = RecoveryKind::Lost;
   /// "group": the survivors of the lost device's stage group took its samples, the cuts
   /// stayed; "replan": a new plan over the live devices; "retry": a member that stalled

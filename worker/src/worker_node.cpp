@@ -245,8 +245,8 @@ void WorkerNode::start(const v1::StartRequest& request) {
 
 void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t iterations) {
   const std::string job = runtime->layout().job;
-  hub_.log(job, "training " + (iterations > 0 ? std::to_string(iterations) + " iterations" : std::string("until stopped")) +
-                    " from step " + std::to_string(runtime->step()));
+  // No log line per Start: a coordinator that trains in short segments starts every
+  // half second, and its users read the steps, not the segments.
   v1::TelemetryEvent outcome;
   outcome.set_job(job);
   try {

@@ -139,8 +139,11 @@ void ChartPlot::addMarker(double key, const QString& label, const QColor& color)
   text->position->setTypeX(QCPItemPosition::ptPlotCoords);
   text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
   text->position->setCoords(key, 0.02);
-  text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-  text->setPadding(QMargins(4, 0, 0, 0));
+  // Left of the line: a marker is usually the newest thing on the chart, and the legend
+  // sits at the right.
+  text->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+  text->setPadding(QMargins(3, 1, 3, 1));
+  text->setBrush(QColor(255, 255, 255, 220));
   text->setText(label);
   text->setColor(color);
   markers_.emplace_back(line, text);

@@ -360,15 +360,16 @@ control::RunEvents TrainingController::runEvents() {
     } else if (r.action == "retry") {
       what = tr("it answers again; the same plan goes on");
     } else {
-      what = tr("re-planning over the %n device(s) left", nullptr, r.devices);
+      what = tr("re-planning over the devices left (%1)").arg(r.devices);
     }
     const QString text = (r.kind == control::RecoveryKind::Stalled
-                              ? tr("%1 stopped answering after step %2: %3, from step %4.")
-                              : tr("%1 was lost after step %2: %3, from step %4."))
+                              ? tr("%1 stopped answering after step %2: %3, from step %4. Cause: %5")
+                              : tr("%1 was lost after step %2: %3, from step %4. Cause: %5"))
                              .arg(QString::fromStdString(r.device))
                              .arg(r.failed_after)
                              .arg(what)
-                             .arg(r.step + 1);
+                             .arg(r.step + 1)
+                             .arg(QString::fromStdString(r.reason));
     toGui([this, r, text] {
       Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
       Q_EMIT deviceLost(QString::fromStdString(r.device), QString::fromStdString(r.action), r.failed_after, r.step);
@@ -384,12 +385,12 @@ control::RunEvents TrainingController::runEvents() {
     const QString text =
         r.kind == control::RecoveryKind::Manual
             ? tr("Re-planned in %1 s: %2 stages on %3 workers.").arg(seconds, 0, 'f', 2).arg(r.stages).arg(r.devices)
-            : tr("Training goes on without %1 after %2 s: %3 stages on %4 workers, %n step(s) replayed.", nullptr,
-                 static_cast<int>(r.replayed_steps))
+            : tr("Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.")
                   .arg(QString::fromStdString(r.device))
                   .arg(seconds, 0, 'f', 2)
                   .arg(r.stages)
-                  .arg(r.devices);
+                  .arg(r.devices)
+                  .arg(r.replayed_steps);
     toGui([this, r, text, seconds] {
       Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, text);
       Q_EMIT recovered(QString::fromStdString(r.device), r.step, seconds);

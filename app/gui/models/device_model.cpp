@@ -111,7 +111,13 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
     case StageRole: return row.stage;
     case Qt::ToolTipRole: return tooltip(row);
     case Qt::DecorationRole:
-      if (index.column() == StatusColumn) return statusIcon(row.status);
+      if (index.column() == StatusColumn || (index.column() == NameColumn && row.status == DeviceStatus::Lost)) {
+        return statusIcon(row.status);
+      }
+      return {};
+    case Qt::ForegroundRole:
+      // A lost device reads red across the row: the status column may be scrolled away.
+      if (row.status == DeviceStatus::Lost) return QColor(0xc6, 0x28, 0x28);
       return {};
     case Qt::TextAlignmentRole:
       if (index.column() == SpeedColumn || index.column() == MemoryColumn || index.column() == StageColumn) {
