@@ -131,7 +131,9 @@ void TrainingRun::install(const Plan& plan, std::shared_ptr<const Cluster> over,
   deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator)});
   step_ = weights ? weights->step : backup_step_;
   latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
-  applySilenceLimits();
+  // A new plan has a step time of its own (slower without a lost fast device, and its
+  // first step warms up): until it is measured, one-step segments under the user's limit.
+  step_ms_ = 0;
   try {
     predicted_sps_ = simulate(plan, costModel(*deployed_->cluster)).samples_per_second;
   } catch (const std::exception&) {

@@ -78,7 +78,8 @@ struct RunEvents {
   std::function<void(const std::string& source, const std::string& text)> on_log;
   /// A member's IterationReport; deployedCluster().device(device) is its device.
   std::function<void(int member, int device, const v1::IterationReport&)> on_iteration;
-  /// A new deployment: the first one, after a recovery or a re-plan.
+  /// A new deployment during train(), after a recovery or a re-plan (plan(),
+  /// deployedCluster() and deployment() describe it).
   std::function<void()> on_deployed;
   /// A device was lost or stalled: which, and what the run does about it (before redeploying).
   std::function<void(const Recovery&)> on_failure;
