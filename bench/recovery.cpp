@@ -1,0 +1,266 @@
+// Recovery from a lost device against restarting from a checkpoint, measured side by side
+// on local stagecraft-worker processes (loopback, one LibTorch thread each).
+//
+//   build/bench/bench_recovery [--model mlp] [--batch 32] [--steps 12] [--backup-every N|auto]
+//
+// For each role a device can have (first, middle or last stage alone, a member of a
+// group) one run is SIGKILLed at a fixed step:
+// - recovery: kill -> the first step completed afterwards (TrainingRun recovers by itself),
+//   and "caught up": kill -> the step after the kill completed, once the replay is done;
+// - restart: what a run without recovery does, in the same session: write the last backup
+//   to disk, stop every worker, start the survivors' workers again, read the checkpoint,
+//   plan over the survivors, deploy, and train to the first completed step;
+// - after/fresh: the recovered run's steps per second against a fresh plan over the
+//   survivors (the restart's, trained for the same steps);
+// - backup overhead: backup time over training time (backups every K steps, by default
+//   as often as keeps them under 5% of training time; a later backup means more replay).
+// Goals: recovery under 3 s, restart/recovery >= 15, after/fresh >= 0.9, overhead <= 5%.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "control/local_cluster.h"
+#include "control/replan.h"
+#include "control/training_run.h"
+#include "io/json_io.h"
+#include "model/zoo.h"
+#include "planner/planner.h"
+
+using namespace stagecraft;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+struct Role {
+  const char* name;
+  std::vector<Stage> stages;  // over d0..d3
+  int victim;
+};
+
+Cluster fourDevices(const std::string& name) {
+  v1::Cluster c;
+  c.set_name(name);
+  for (int i = 0; i < 4; ++i) {
+    auto* d = c.add_devices();
+    d->set_name("d" + std::to_string(i));
+    d->set_tier("edge");
+    d->set_gflops(50);
+    d->set_memory_mb(8000);
+    d->set_bandwidth_mbps(1000);
+  }
+  return Cluster::fromProto(c);
+}
+
+std::string writeCluster(const Cluster& cluster, const std::filesystem::path& dir) {
+  const auto path = dir / (cluster.name() + ".json");
+  std::ofstream(path) << io::toJson(cluster.toProto());
+  return path.string();
+}
+
+/// Mean milliseconds per step of `steps` after the first `skip`.
+double meanStepMs(const std::vector<control::StepResult>& steps, size_t skip) {
+  double ms = 0;
+  int n = 0;
+  for (size_t i = skip; i < steps.size(); ++i, ++n) ms += steps[i].iteration_ms;
+  return n > 0 ? ms / n : 0;
+}
+
+struct Outcome {
+  double recovery_ms = 0;  // kill -> the first step completed afterwards
+  double caught_up_ms = 0;  // kill -> the step after the kill completed (the replay done)
+  double restart_ms = 0;
+  double after_ms = 0;  // per step, recovered plan
+  double fresh_ms = 0;  // per step, fresh plan over the survivors
+  double backup_share = 0;
+  std::int64_t replayed = 0;
+  std::string action;
+};
+
+Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_t steps, std::int64_t backup_every,
+                const control::LocalClusterOptions& local_options, const std::filesystem::path& dir) {
+  Outcome out;
+  const Cluster plain = fourDevices(std::string("bench-recovery-") + role.name);
+  const std::string path = writeCluster(plain, dir);
+  control::LocalCluster local = control::LocalCluster::start(plain, path, local_options);
+  const Cluster cluster = local.apply(plain);
+  control::TrainingOptions training;
+  training.seed = 3;
+  control::CoordinatorOptions coordinator;
+  control::RunSettings settings;
+  settings.backup_every = backup_every;
+  control::TrainingRun run(cluster, model, Optimizer::Sgd, training, coordinator, settings);
+  Plan plan;
+  plan.model = model.name();
+  plan.cluster = cluster.name();
+  plan.batch_size = batch;
+  plan.microbatches = 4;
+  plan.stages = role.stages;
+  run.deploy(plan);
+
+  const std::int64_t kill_after = steps / 2;
+  Clock::time_point killed{};
+  control::RunEvents events;
+  events.on_step = [&](const control::StepResult& s) {
+    if (s.step == kill_after && killed == Clock::time_point{}) {
+      ::kill(static_cast<pid_t>(local.state().workers(role.victim).pid()), SIGKILL);
+      killed = Clock::now();
+    }
+    if (s.step == kill_after + 1 && out.caught_up_ms == 0 && killed != Clock::time_point{}) {
+      out.caught_up_ms = msSince(killed);
+    }
+  };
+  events.on_recovery = [&](const control::Recovery& r) {
+    out.recovery_ms = msSince(killed);
+    out.action = r.action;
+    out.replayed = r.replayed_steps;
+  };
+  const control::RunResult result = run.train(steps, events);
+  out.backup_share = result.training_ms > 0 ? result.backup_ms / result.training_ms : 0;
+  // Steps after the recovery's first (which warms the new stages up).
+  std::vector<control::StepResult> after;
+  for (const auto& s : result.steps) {
+    if (s.step > kill_after + 1) after.push_back(s);
+  }
+  out.after_ms = meanStepMs(after, 0);
+  if (std::getenv("STAGECRAFT_BENCH_VERBOSE")) {
+    const auto show = [&](const char* what, const Plan& p, const Cluster& c) {
+      std::fprintf(stderr, "%s: %d micro-batches;", what, p.microbatches);
+      for (const Stage& st : p.stages) {
+        std::fprintf(stderr, " [%d,%d)", st.layer_begin, st.layer_end);
+        for (const auto& m : st.members) std::fprintf(stderr, " %s:%d", c.device(m.device).name.c_str(), m.samples);
+      }
+      std::fprintf(stderr, "\n");
+    };
+    show("recovered", run.plan(), run.deployedCluster());
+    for (const auto& s : result.steps) std::fprintf(stderr, "step %lld %.0f ms\n", static_cast<long long>(s.step), s.iteration_ms);
+    for (const auto& [name, f] : run.computeFactors()) std::fprintf(stderr, "factor %s %.2f\n", name.c_str(), f);
+  }
+
+  // Restart from a checkpoint on disk, as a run without recovery would.
+  const control::ModelWeights backup = run.deployment().collectWeights(true);
+  const auto restart_began = Clock::now();
+  {
+    const v1::StageWeights all = control::sliceWeights(backup, 0, model.layerCount());
+    std::ofstream file(dir / "checkpoint.bin", std::ios::binary);
+    all.SerializeToOstream(&file);
+  }
+  local.stop();
+  std::vector<std::string> survivors;
+  for (int d = 0; d < plain.size(); ++d) {
+    if (d != role.victim) survivors.push_back(plain.device(d).name);
+  }
+  const Cluster rest = control::restrictCluster(plain, survivors);
+  const std::string rest_path = writeCluster(rest, dir);
+  control::LocalCluster again = control::LocalCluster::start(rest, rest_path, local_options);
+  const Cluster live = again.apply(rest);
+  v1::StageWeights read;
+  {
+    std::ifstream file(dir / "checkpoint.bin", std::ios::binary);
+    read.ParseFromIstream(&file);
+  }
+  const std::vector<v1::StageWeights> parts{read};
+  const std::vector<std::string> names{"checkpoint"};
+  const control::ModelWeights restored = control::mergeStageWeights(parts, names);
+  control::TrainingRun fresh(live, model, Optimizer::Sgd, training, coordinator, settings);
+  const CostModel cost = fresh.costModel(fresh.cluster());
+  const PlanOutcome replanned = makePlan(*makePlanner("hybrid"), cost, PlanRequest{batch, 0, Schedule::OneFOneB});
+  fresh.deploy(replanned.plan, live, restored);
+  bool first = true;
+  control::RunEvents restart_events;
+  restart_events.on_step = [&](const control::StepResult&) {
+    if (first) out.restart_ms = msSince(restart_began);
+    first = false;
+  };
+  const control::RunResult fresh_result = fresh.train(restored.step + static_cast<std::int64_t>(after.size()) + 1,
+                                                      restart_events);
+  out.fresh_ms = meanStepMs(fresh_result.steps, 1);
+  if (std::getenv("STAGECRAFT_BENCH_VERBOSE")) {
+    std::fprintf(stderr, "fresh: %d micro-batches, %d stages;", replanned.plan.microbatches, replanned.plan.stageCount());
+    for (const auto& s : fresh_result.steps) std::fprintf(stderr, " %.0f", s.iteration_ms);
+    std::fprintf(stderr, "\n");
+  }
+  again.stop();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_name = "mlp";
+  int batch = 32;
+  std::int64_t steps = 12;
+  std::int64_t backup_every = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--backup-every")) backup_every = std::strcmp(argv[i + 1], "auto") ? std::atoll(argv[i + 1]) : 0;
+    else {
+      std::fprintf(stderr, "usage: %s [--model mlp] [--batch 32] [--steps 12] [--backup-every N|auto]\n", argv[0]);
+      return 2;
+    }
+  }
+  const ModelSpec model = loadModel(model_name);
+  if (batch % 8 != 0) {
+    std::fprintf(stderr, "--batch must be a multiple of 8\n");
+    return 2;
+  }
+  const int L = model.layerCount();
+  const int q = batch / 4;  // samples per micro-batch (4 micro-batches)
+  const std::vector<Stage> alone = {{0, L / 3, {{0, q}}}, {L / 3, 2 * L / 3, {{1, q}}}, {2 * L / 3, L, {{2, q}}}};
+  const std::vector<Role> roles = {
+      {"first stage", alone, 0},
+      {"middle stage", alone, 1},
+      {"last stage", alone, 2},
+      {"group member", {{0, L / 3, {{0, q}}}, {L / 3, 2 * L / 3, {{1, q / 2}, {2, q / 2}}}, {2 * L / 3, L, {{3, q}}}}, 2},
+  };
+
+  const auto dir = std::filesystem::temp_directory_path() / ("stagecraft-bench-recovery-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  control::LocalClusterOptions local_options;
+  local_options.worker_binary = control::findWorkerBinary({}, argv[0]);
+  local_options.state_directory = (dir / "state").string();
+
+  std::printf("Recovery, %s, batch %d, %lld steps, killed after step %lld, backups %s; 4 local workers, 1 thread each\n\n",
+              model.name().c_str(), batch, static_cast<long long>(steps), static_cast<long long>(steps / 2),
+              backup_every > 0 ? ("every " + std::to_string(backup_every) + " steps").c_str() : "auto");
+  std::printf("| role | action | replayed steps | recovery (s) | caught up (s) | restart (s) | restart / recovery | after / fresh | backup overhead |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  bool ok = true;
+  std::vector<std::string> goals;
+  for (const Role& role : roles) {
+    Outcome o;
+    try {
+      o = measure(role, model, batch, steps, backup_every, local_options, dir);
+    } catch (const std::exception& e) {
+      std::printf("| %s | failed: %s | | | | | | | |\n", role.name, e.what());
+      ok = false;
+      continue;
+    }
+    const double ratio = o.recovery_ms > 0 ? o.restart_ms / o.recovery_ms : 0;
+    const double after = o.after_ms > 0 ? o.fresh_ms / o.after_ms : 0;  // speed ratio
+    std::printf("| %s | %s | %lld | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f%% |\n", role.name, o.action.c_str(),
+                static_cast<long long>(o.replayed), o.recovery_ms / 1000, o.caught_up_ms / 1000, o.restart_ms / 1000, ratio, after, o.backup_share * 100);
+    const bool met = o.recovery_ms < 3000 && ratio >= 15 && after >= 0.9 && o.backup_share <= 0.05;
+    char line[200];
+    std::snprintf(line, sizeof line, "goal %s: recovery < 3 s, >= 15x restart, >= 0.9 of fresh, backups <= 5%%: %s",
+                  role.name, met ? "met" : "MISSED");
+    goals.push_back(line);
+    ok = ok && met;
+  }
+  std::printf("\n");
+  for (const auto& g : goals) std::printf("%s\n", g.c_str());
+  std::filesystem::remove_all(dir);
+  return ok ? 0 : 1;
+}
