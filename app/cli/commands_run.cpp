@@ -13,6 +13,7 @@
 #include "arguments.h"
 #include "command_support.h"
 #include "commands.h"
+#include "control/checkpoint.h"
 #include "control/coordinator.h"
 #include "control/training_run.h"
 #include "control/local_cluster.h"
@@ -68,6 +69,13 @@ int runRun(std::span<const std::string> args) {
               "another plan is predicted faster (0: never)",
               "3")
       .option("suggested-plan", "FILE", "write that faster plan here (for `run --plan`)")
+      .option("checkpoint-dir", "DIR",
+              "write the run to DIR/checkpoint.pb (atomically) for `run --resume DIR` after a crash")
+      .option("checkpoint-every", "N", "steps between checkpoints (with --checkpoint-dir)", "10")
+      .option("resume", "DIR",
+              "go on from DIR/checkpoint.pb: its model, weights, optimizer state, data and plan (re-planned "
+              "when its devices are not all in --cluster); --steps is then the step to reach; stale jobs on "
+              "the workers are stopped first")
       .option("backup-every", "N|auto",
               "copy the whole model and optimizer state to the coordinator every N steps, the point a lost "
               "device's run replays from (auto: as often as keeps the copies under 5% of training time)",
@@ -91,6 +99,13 @@ int runRun(std::span<const std::string> args) {
   // Flags first, files and workers after.
   const std::int64_t steps = parsed.positiveInt("steps");
   const bool from_file = parsed.has("plan");
+  const bool resuming = parsed.has("resume");
+  if (resuming) {
+    for (const char* flag : {"plan", "lr", "momentum", "weight-decay", "data", "data-path", "labels-path", "seed",
+                             "optimizer", "batch", "microbatches", "schedule"}) {
+      if (parsed.has(flag)) throw Error(std::string("run: --resume takes --") + flag + " from the checkpoint");
+    }
+  }
   if (from_file) {
     for (const char* flag : {"planner", "batch", "microbatches", "schedule", "optimizer"}) {
       if (parsed.has(flag)) throw Error(std::string("run: --plan fixes --") + flag + "; give one or the other");
@@ -99,9 +114,22 @@ int runRun(std::span<const std::string> args) {
   if (parsed.flag("no-profile") && parsed.has("profile"))
     throw Error("run: --no-profile and --profile exclude each other");
   if (parsed.has("worker-binary") && !parsed.flag("local")) throw Error("run: --worker-binary needs --local");
-  if (!from_file && !parsed.has("model")) throw Error("run: missing required --model M (or --plan FILE)");
-  const PlanRequest request = from_file ? PlanRequest{} : requestFromArguments(parsed);
-  const auto planner = from_file ? nullptr : makePlanner(parsed.value("planner"));
+  if (!from_file && !resuming && !parsed.has("model")) {
+    throw Error("run: missing required --model M (or --plan FILE, or --resume DIR)");
+  }
+  std::optional<v1::Checkpoint> checkpoint;
+  if (resuming) {
+    checkpoint = control::readCheckpoint(parsed.value("resume"));
+    if (steps <= checkpoint->step()) {
+      throw Error("run: the checkpoint is at step " + std::to_string(checkpoint->step()) +
+                  "; --steps is the step to reach with --resume");
+    }
+  }
+  const PlanRequest request = from_file ? PlanRequest{}
+                              : resuming ? PlanRequest{checkpoint->plan().batch_size(), checkpoint->plan().microbatches(),
+                                                       parseSchedule(checkpoint->plan().schedule())}
+                                         : requestFromArguments(parsed);
+  makePlanner(parsed.value("planner"));  // an unknown name fails before any worker is asked
   std::vector<int> profile_sizes = parsePositiveList("micro-batches", parsed.value("micro-batches"));
   if (request.microbatches > 0) profile_sizes.push_back(request.batch_size / request.microbatches);
 
@@ -120,7 +148,12 @@ int runRun(std::span<const std::string> args) {
   // The model and, with --plan, the plan file.
   v1::Plan plan_file;
   std::optional<ModelSpec> loaded;
-  if (from_file) {
+  if (resuming) {
+    loaded = ModelSpec::fromProto(checkpoint->model());
+    if (parsed.has("model") && loadModel(parsed.value("model")).name() != loaded->name()) {
+      throw Error("run: --model " + parsed.value("model") + " but the checkpoint trains " + loaded->name());
+    }
+  } else if (from_file) {
     io::readJsonFile(parsed.value("plan"), plan_file);
     loaded = modelOfPlan(plan_file);
     if (parsed.has("model") && loadModel(parsed.value("model")).name() != loaded->name()) {
@@ -131,11 +164,13 @@ int runRun(std::span<const std::string> args) {
   }
   const ModelSpec& model = *loaded;
   const Optimizer optimizer =
-      from_file ? (plan_file.optimizer().empty() ? Optimizer::Sgd : parseOptimizer(plan_file.optimizer()))
-                : optimizerFromArguments(parsed);
+      resuming    ? parseOptimizer(checkpoint->optimizer())
+      : from_file ? (plan_file.optimizer().empty() ? Optimizer::Sgd : parseOptimizer(plan_file.optimizer()))
+                  : optimizerFromArguments(parsed);
   if (optimizer == Optimizer::Invalid) throw Error("plan: optimizer must be sgd or adam");
   training.lr = parsed.value("lr") == "auto" ? (optimizer == Optimizer::Adam ? 0.001 : 0.05)
                                              : parseNumber("lr", parsed.value("lr"));
+  if (resuming) training = control::checkpointOptions(*checkpoint);
   control::checkTrainingOptions(training);
 
   // The workers: running ones, or local ones for this run. From here on Ctrl-C ends the
@@ -162,10 +197,20 @@ int runRun(std::span<const std::string> args) {
   settings.recover = !parsed.flag("no-recover");
   settings.backup_every = parsed.value("backup-every") == "auto" ? 0 : parsed.positiveInt("backup-every");
   if (!from_file) settings.planner = parsed.value("planner");
+  if (parsed.has("checkpoint-dir") || resuming) {
+    settings.checkpoint_dir = parsed.has("checkpoint-dir") ? parsed.value("checkpoint-dir") : parsed.value("resume");
+    settings.checkpoint_every = parsed.positiveInt("checkpoint-every");
+  }
   const std::int64_t replan_every = parsed.nonNegativeInt("replan-every");
   control::TrainingRun run(cluster, model, optimizer, training, coordinator_options, settings);
   describeAll(run.coordinator(), clusterUpHint(parsed.value("cluster")) + " (or pass --local)");
   if (!json) std::cout << "Cluster " << cluster.name() << ": " << cluster.size() << " workers answer\n";
+  if (resuming) {
+    // The run that wrote the checkpoint may have left its job training (a killed CLI).
+    for (const control::StopOutcome& o : run.coordinator().stopJobs()) {
+      if (o.stopped) std::cerr << "stopped job " << o.job << " on " << o.device << " at step " << o.step << "\n";
+    }
+  }
   if (interrupted("before profiling")) return kExitInternal;
 
   // Plan under measured profiles.
@@ -195,14 +240,25 @@ int runRun(std::span<const std::string> args) {
   const CostModel cost = run.costModel(run.cluster());
 
   Plan plan;
-  if (from_file) {
+  std::optional<Plan> kept;  // the checkpoint's plan, when every device of it is here
+  if (resuming) {
+    try {
+      kept = planFromProto(checkpoint->plan(), cluster);
+      if (!validatePlan(*kept, cost).empty()) kept.reset();
+    } catch (const Error&) {
+      kept.reset();
+    }
+  }
+  if (kept) {
+    plan = *kept;
+  } else if (from_file) {
     plan = planFromProto(plan_file, cluster);
     if (const auto problems = validatePlan(plan, cost); !problems.empty()) {
       printFailure(firstOfMany("invalid plan: " + problems.front(), problems.size()));
       return kExitBadInput;
     }
   } else {
-    const PlanOutcome outcome = makePlan(*planner, cost, request);
+    const PlanOutcome outcome = makePlan(*makePlanner(parsed.value("planner")), cost, request);
     if (!outcome.feasible) {
       printFailure(outcome.reason.empty() ? "planner '" + parsed.value("planner") + "' found no feasible plan"
                                           : outcome.reason);
@@ -221,7 +277,12 @@ int runRun(std::span<const std::string> args) {
   }
 
   // Deploy and train.
-  run.deploy(plan);
+  if (resuming) {
+    run.deploy(plan, cluster, control::checkpointWeights(*checkpoint));
+    if (!json) std::cout << "Resuming at step " << checkpoint->step() << " from " << parsed.value("resume") << "\n";
+  } else {
+    run.deploy(plan);
+  }
   if (!json) {
     std::cout << "Deployed job " << run.deployment().job() << " to " << run.deployment().assignments().size()
               << " workers; training " << steps << " steps\n"

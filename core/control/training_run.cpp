@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "control/checkpoint.h"
 #include "io/error.h"
 #include "plan/validation.h"
 #include "sim/simulator.h"
@@ -54,7 +55,8 @@ TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, 
       optimizer_(optimizer),
       coordinator_(std::make_unique<Coordinator>(*cluster_, coordinator_options_)),
       step_(options_.start_step),
-      backup_step_(options_.start_step) {}
+      backup_step_(options_.start_step),
+      checkpoint_step_(options_.start_step) {}
 
 TrainingRun::~TrainingRun() = default;
 
@@ -160,8 +162,19 @@ void TrainingRun::requestReplan(ReplanRequest request) {
   replan_requested_ = std::move(request);
 }
 
+bool TrainingRun::checkpointDue() const {
+  if (settings_.checkpoint_dir.empty() || step_ <= checkpoint_step_) return false;
+  return settings_.checkpoint_every <= 0 || step_ - checkpoint_step_ >= settings_.checkpoint_every;
+}
+
 bool TrainingRun::backupDue() const {
-  if (settings_.backup_every < 0 || step_ <= backup_step_) return false;
+  if (step_ <= backup_step_) return false;
+  // A checkpoint is written from a backup, so one is due with it.
+  if (!settings_.checkpoint_dir.empty() && settings_.checkpoint_every > 0 &&
+      step_ - checkpoint_step_ >= settings_.checkpoint_every) {
+    return true;
+  }
+  if (settings_.backup_every < 0) return false;
   if (settings_.backup_every > 0) return step_ - backup_step_ >= settings_.backup_every;
   return training_ms_since_backup_ * kBackupShare >= last_backup_ms_;
 }
@@ -174,6 +187,9 @@ std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
   }
   n = std::min(n, target - step_);
   if (settings_.backup_every > 0) n = std::min(n, std::max<std::int64_t>(1, backup_step_ + settings_.backup_every - step_));
+  if (!settings_.checkpoint_dir.empty() && settings_.checkpoint_every > 0) {
+    n = std::min(n, std::max<std::int64_t>(1, checkpoint_step_ + settings_.checkpoint_every - step_));
+  }
   return std::max<std::int64_t>(n, 1);
 }
 
@@ -185,6 +201,19 @@ void TrainingRun::takeBackup(RunResult& result) {
   backup_step_ = weights.step;
   backup_ = std::move(weights);
   training_ms_since_backup_ = 0;
+  if (checkpointDue()) writeCheckpointNow(result);
+}
+
+void TrainingRun::writeCheckpointNow(RunResult& result) {
+  const auto began = Clock::now();
+  TrainingOptions options = options_;
+  Plan plan = deployed_->plan;
+  plan.optimizer = optimizer_;
+  writeCheckpoint(settings_.checkpoint_dir,
+                  makeCheckpoint(*backup_, *model_, plan, *deployed_->cluster, options));
+  checkpoint_step_ = backup_step_;
+  result.checkpoint_step = backup_step_;
+  result.backup_ms += msSince(began);
 }
 
 void TrainingRun::updateFactors() {
@@ -447,7 +476,13 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       training_ms_since_backup_ += ms;
       step_ms_ = ms / static_cast<double>(n);
       applySilenceLimits();
-      if (step_ < target && backupDue()) takeBackup(result);
+      if (step_ >= target && !settings_.checkpoint_dir.empty() && step_ > checkpoint_step_) {
+        // The run's end is checkpointed too, so `run --resume` can take it further.
+        takeBackup(result);
+        if (checkpoint_step_ < step_) writeCheckpointNow(result);
+      } else if (step_ < target && backupDue()) {
+        takeBackup(result);
+      }
     } catch (const WorkerError& e) {
       if (!settings_.recover || ++failures > settings_.max_recoveries) throw;
       const double detected_ms = msSince(last_progress);

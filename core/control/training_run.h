@@ -70,6 +70,10 @@ struct RunSettings {
   /// lost members only when predicted at least this many times faster (keeping the cuts
   /// moves less and is what was tuned; a fresh plan may suit the survivors better).
   double replan_gain = 1.10;
+  /// When set, a checkpoint (control/checkpoint.h) is written here, atomically, at a backup
+  /// at least every `checkpoint_every` steps (0: at every backup), for `run --resume`.
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0;
 };
 
 /// Callbacks, all on the thread that calls TrainingRun::train().
@@ -94,7 +98,8 @@ struct RunResult {
   bool cancelled = false;
   bool stopped = false;       ///< requestStop() ended it at a step boundary
   double wall_seconds = 0;
-  double backup_ms = 0;       ///< time spent taking backups
+  double backup_ms = 0;       ///< time spent taking backups (and writing checkpoints)
+  std::int64_t checkpoint_step = -1;  ///< of the last checkpoint written, -1 for none
   double training_ms = 0;     ///< time spent in segments
 };
 
@@ -170,6 +175,8 @@ class TrainingRun {
   void install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);
   void takeBackup(RunResult& result);
   bool backupDue() const;
+  bool checkpointDue() const;
+  void writeCheckpointNow(RunResult& result);
   std::int64_t segmentSteps(std::int64_t target) const;
   void applySilenceLimits();
   void updateFactors();
@@ -199,6 +206,7 @@ class TrainingRun {
   std::int64_t backup_step_ = 0;
   double last_backup_ms_ = 0;
   double training_ms_since_backup_ = 0;
+  std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
 
   std::mutex requests_mutex_;
   bool stop_requested_ = false;
