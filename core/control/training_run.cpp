@@ -277,13 +277,14 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       if (probes[d].reachable) {
         live.push_back(name);
         if (current.find(name)) kept.push_back(name);
-      } else if (current.find(name)) {
-        const auto in_plan = current.find(name);
+      } else if (const auto in_plan = current.find(name)) {
         if (deployed_->plan.stageOfDevice(current.size())[*in_plan] < 0) continue;
         lost.push_back(name);
         all_timed_out = all_timed_out && probes[d].timed_out;
       }
     }
+    std::shared_ptr<const Cluster> over;
+    std::optional<Plan> next;
     if (lost.empty()) {
       // Every device answers. A member that timed out and answers again was only slow (a
       // stall shorter than the probe): stop what it still runs and replay on the same plan.
@@ -294,56 +295,41 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       rec.reason = error->what();
       rec.kind = RecoveryKind::Stalled;
       rec.action = "retry";
-      rec.step = backup_step_;
-      rec.replayed_steps = rec.failed_after - backup_step_;
-      rec.stages = deployed_->plan.stageCount();
-      rec.devices = deployed_->coordinator->memberCount();
-      if (events.on_failure) events.on_failure(rec);
-      const Plan same = deployed_->plan;
-      const auto same_cluster = deployed_->cluster;
-      try {
-        install(same, same_cluster, backup_ ? &*backup_ : nullptr);
-      } catch (const WorkerError& e) {
-        if (attempt >= 3) throw;
-        error = e;
-        continue;
-      }
-      std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
-      return rec;
-    }
-    rec.device = joinNames(lost);
-    rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
-    rec.reason = error->what();
+      next = deployed_->plan;
+      over = deployed_->cluster;
+    } else {
+      rec.device = joinNames(lost);
+      rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
+      rec.reason = error->what();
 
-    // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
-    // lost share. A new plan over every live device when that is impossible, does not fit,
-    // or is predicted clearly slower than a fresh plan.
-    std::shared_ptr<const Cluster> over;
-    std::optional<Plan> next;
-    double next_ms = 0;
-    if (!kept.empty()) {
-      auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
-      if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-        const CostModel cost = costModel(*narrowed);
-        if (validatePlan(*p, cost).empty()) {
-          next = std::move(*p);
-          next_ms = simulate(*next, cost).iteration_ms;
-          over = narrowed;
-          rec.action = "group";
+      // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
+      // lost share. A new plan over every live device when that is impossible, does not fit,
+      // or is predicted clearly slower than a fresh plan.
+      double next_ms = 0;
+      if (!kept.empty()) {
+        auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
+        if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
+          const CostModel cost = costModel(*narrowed);
+          if (validatePlan(*p, cost).empty()) {
+            next = std::move(*p);
+            next_ms = simulate(*next, cost).iteration_ms;
+            over = narrowed;
+            rec.action = "group";
+          }
         }
       }
-    }
-    auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
-    try {
-      Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
-      const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
-      if (!next || fresh_ms * settings_.replan_gain < next_ms) {
-        next = std::move(fresh);
-        over = everyone;
-        rec.action = "replan";
+      auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
+      try {
+        Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
+        const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
+        if (!next || fresh_ms * settings_.replan_gain < next_ms) {
+          next = std::move(fresh);
+          over = everyone;
+          rec.action = "replan";
+        }
+      } catch (const Error&) {
+        if (!next) throw;
       }
-    } catch (const Error&) {
-      if (!next) throw;
     }
 
     rec.step = backup_step_;

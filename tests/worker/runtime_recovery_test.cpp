@@ -23,34 +23,9 @@ constexpr std::uint64_t kSeed = 11;
 constexpr int kBatch = 8;
 constexpr std::int64_t kSteps = 8;
 
-/// The zoo's mlp at width 128: the same eight Linear layers, a megabyte of weights.
-v1::Model smallMlp() {
-  v1::Model m = zooModel("mlp");
-  m.set_name("mlp-128");
-  for (int i = 0; i < m.layers_size(); ++i) {
-    auto* layer = m.mutable_layers(i);
-    if (i + 1 < m.layers_size()) layer->set_out_features(128);
-    if (i > 0) {
-      layer->clear_input_shape();
-      layer->add_input_shape(128);
-    }
-  }
-  return m;
-}
 
 Cluster clusterOf(const std::vector<std::unique_ptr<WorkerProcess>>& workers) {
-  v1::Cluster c;
-  c.set_name("recovery");
-  for (const auto& w : workers) {
-    auto* d = c.add_devices();
-    d->set_name(w->name());
-    d->set_tier("edge");
-    d->set_gflops(10);
-    d->set_memory_mb(4096);
-    d->set_bandwidth_mbps(1000);
-    d->set_address(w->address());
-  }
-  return Cluster::fromProto(c);
+  return Cluster::fromProto(clusterProtoOf(workers, "recovery"));
 }
 
 Plan planOf(std::vector<Stage> stages) {

@@ -18,36 +18,9 @@ constexpr double kLr = 0.05;
 constexpr double kMomentum = 0.9;
 constexpr std::uint64_t kSeed = 7;
 
-/// The zoo's mlp (fc1..fc8 with ReLU) at width 128 instead of 2048: the same structure,
-/// a megabyte of weights instead of a hundred, so moving them takes no time.
-v1::Model smallMlp() {
-  v1::Model m = zooModel("mlp");
-  m.set_name("mlp-128");
-  for (int i = 0; i < m.layers_size(); ++i) {
-    auto* layer = m.mutable_layers(i);
-    if (i + 1 < m.layers_size()) layer->set_out_features(128);
-    if (i > 0) {
-      layer->clear_input_shape();
-      layer->add_input_shape(128);
-    }
-  }
-  return m;
-}
 
-/// Devices named after `workers`, at their addresses.
 Cluster clusterOf(const std::vector<std::unique_ptr<WorkerProcess>>& workers) {
-  v1::Cluster c;
-  c.set_name("replan");
-  for (const auto& w : workers) {
-    auto* d = c.add_devices();
-    d->set_name(w->name());
-    d->set_tier("edge");
-    d->set_gflops(10);
-    d->set_memory_mb(4096);
-    d->set_bandwidth_mbps(1000);
-    d->set_address(w->address());
-  }
-  return Cluster::fromProto(c);
+  return Cluster::fromProto(clusterProtoOf(workers, "replan"));
 }
 
 Plan planOf(std::vector<Stage> stages) {

@@ -18,19 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-v1::Model smallMlp() {
-  v1::Model m = zooModel("mlp");
-  m.set_name("mlp-128");
-  for (int i = 0; i < m.layers_size(); ++i) {
-    auto* layer = m.mutable_layers(i);
-    if (i + 1 < m.layers_size()) layer->set_out_features(128);
-    if (i > 0) {
-      layer->clear_input_shape();
-      layer->add_input_shape(128);
-    }
-  }
-  return m;
-}
 
 class RuntimeResume : public ::testing::Test {
  protected:
@@ -58,17 +45,7 @@ class RuntimeResume : public ::testing::Test {
 
 TEST_F(RuntimeResume, KilledCoordinatorResumesFromItsCheckpointWithTheSameLosses) {
   auto workers = startWorkers({"r0", "r1"});
-  v1::Cluster c;
-  c.set_name("resume");
-  for (const auto& w : workers) {
-    auto* d = c.add_devices();
-    d->set_name(w->name());
-    d->set_tier("edge");
-    d->set_gflops(10);
-    d->set_memory_mb(4096);
-    d->set_bandwidth_mbps(1000);
-    d->set_address(w->address());
-  }
+  const v1::Cluster c = clusterProtoOf(workers, "resume");
   const std::string cluster = (dir_ / "resume.json").string();
   const std::string model = (dir_ / "mlp-128.json").string();
   std::ofstream(cluster) << io::toJson(c);

@@ -30,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/cluster.h"
+#include "model/zoo.h"
 #include "peer_outbox.h"
 #include "stagecraft/v1/worker.grpc.pb.h"
 
@@ -341,6 +343,39 @@ inline std::vector<v1::StageAssignment> assignPipeline(const v1::StageAssignment
     }
   }
   return out;
+}
+
+/// The zoo's mlp (fc1..fc8 with ReLU) at width 128 instead of 2048: the same structure,
+/// a megabyte of weights instead of a hundred, so moving them takes no time.
+inline v1::Model smallMlp() {
+  v1::Model m = zooModel("mlp");
+  m.set_name("mlp-128");
+  for (int i = 0; i < m.layers_size(); ++i) {
+    auto* layer = m.mutable_layers(i);
+    if (i + 1 < m.layers_size()) layer->set_out_features(128);
+    if (i > 0) {
+      layer->clear_input_shape();
+      layer->add_input_shape(128);
+    }
+  }
+  return m;
+}
+
+/// Cluster `name` of one device per worker, named after it, at its address (edge, 10
+/// GFLOP/s, 4 GiB, 1 Gbit/s).
+inline v1::Cluster clusterProtoOf(const std::vector<std::unique_ptr<WorkerProcess>>& workers, const std::string& name) {
+  v1::Cluster c;
+  c.set_name(name);
+  for (const auto& w : workers) {
+    auto* d = c.add_devices();
+    d->set_name(w->name());
+    d->set_tier("edge");
+    d->set_gflops(10);
+    d->set_memory_mb(4096);
+    d->set_bandwidth_mbps(1000);
+    d->set_address(w->address());
+  }
+  return c;
 }
 
 }  // namespace stagecraft::worker::testing
