@@ -429,6 +429,10 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  backups took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
               << percent(result.backup_ms / result.training_ms) << " of training time)\n";
   }
+  if (result.checkpoint_step >= 0) {
+    std::cout << "  checkpoint of step " << result.checkpoint_step << " in " << settings.checkpoint_dir
+              << " (stagecraft-cli run --resume " << settings.checkpoint_dir << " --steps N)\n";
+  }
   if (parsed.has("timeline")) {
     std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")
               << " (open it in https://ui.perfetto.dev)\n";

@@ -445,6 +445,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
     }
     try {
       if (asked) {
+        if (pending) result.recoveries.push_back(*pending);  // re-planned again before a step
         pending_since = Clock::now();
         pending = replan(*asked, result);
         if (events.on_deployed) events.on_deployed();

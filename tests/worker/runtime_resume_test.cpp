@@ -1,6 +1,7 @@
 // The coordinator dies, the run does not: `stagecraft-cli run --checkpoint-dir D` is
 // SIGKILLed mid-run against real workers, `run --resume D` goes on from the last checkpoint
-// on the same workers (no restart) with the losses of a run never interrupted.
+// on the same workers (no restart) with the losses of a run never interrupted. And a running
+// `run` re-plans on SIGHUP, as a script would ask it to.
 #include <signal.h>
 
 #include <cmath>
@@ -93,6 +94,43 @@ TEST_F(RuntimeResume, KilledCoordinatorResumesFromItsCheckpointWithTheSameLosses
     EXPECT_NEAR(resumed.losses(i), expected, 1e-4 * std::abs(expected)) << "step " << kSteps - n + i + 1;
   }
   EXPECT_GT(std::abs(whole.losses(kSteps - 1) - whole.losses(0)), 1e-3);  // the losses move
+}
+
+TEST_F(RuntimeResume, SighupReplansARunningRunAtAStepBoundary) {
+  // Fake workers (no LibTorch needed for the lifecycle), 20 ms a step, started by --local.
+  v1::Cluster c;
+  c.set_name("hangup-" + std::to_string(::getpid()));
+  for (const char* name : {"a", "b"}) {
+    auto* d = c.add_devices();
+    d->set_name(name);
+    d->set_tier("edge");
+    d->set_gflops(100);
+    d->set_memory_mb(4000);
+    d->set_bandwidth_mbps(1000);
+  }
+  const std::string cluster = (dir_ / "hangup.json").string();
+  std::ofstream(cluster) << io::toJson(c);
+  const std::string command = std::string("XDG_RUNTIME_DIR='") + dir_.string() +
+                              "' STAGECRAFT_FAKE_STEP_MS=20 exec " + STAGECRAFT_CLI + " run --cluster '" + cluster +
+                              "' --model mlp --steps 60 --planner dp --no-profile --calibrate-after 0 --local" +
+                              " --worker-binary " + STAGECRAFT_FAKE_WORKER + " 2>&1";
+  ChildProcess cli({"/bin/sh", "-c", command});
+  std::string line;
+  for (int i = 0; i < 500 && line.rfind("step 3/", 0) != 0; ++i) line = cli.readLine(std::chrono::seconds(30));
+  ASSERT_EQ(line.rfind("step 3/", 0), 0u) << "the run never reached step 3; last line: " << line;
+  cli.signal(SIGHUP);
+  bool replanned = false;
+  bool trained_on = false;
+  for (int i = 0; i < 1000; ++i) {
+    line = cli.readLine(std::chrono::seconds(30));
+    if (line.empty() && i > 0) break;
+    if (line.rfind("re-planned at step ", 0) == 0) replanned = true;
+    if (replanned && line.rfind("step 60/60", 0) == 0) trained_on = true;
+    if (line.rfind("  re-planned after step ", 0) == 0) break;  // the summary's line
+  }
+  EXPECT_TRUE(replanned) << "no re-plan after SIGHUP; last line: " << line;
+  EXPECT_TRUE(trained_on) << "the run did not reach its last step after the re-plan";
+  EXPECT_EQ(cli.wait(std::chrono::seconds(30)), 0);
 }
 
 }  // namespace
