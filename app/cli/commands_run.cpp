@@ -81,6 +81,9 @@ int runRun(std::span<const std::string> args) {
               "device's run replays from (auto: as often as keeps the copies under 5% of training time)",
               "auto")
       .flag("no-recover", "end the run when a device is lost instead of re-planning over the survivors")
+      .flag("elastic",
+            "every 5 s, ask the cluster's devices the plan does not use; when some answer (a worker started "
+            "or back) and a plan with them is predicted at least 10% faster, re-plan onto them")
       .option("replan-every", "N", "re-plan every N steps over the devices that answer (0: never; SIGHUP re-plans once)",
               "0")
       .option("timeline", "FILE",
@@ -195,6 +198,7 @@ int runRun(std::span<const std::string> args) {
   const Cluster& cluster = live.cluster;
   control::RunSettings settings;
   settings.recover = !parsed.flag("no-recover");
+  settings.elastic = parsed.flag("elastic");
   settings.backup_every = parsed.value("backup-every") == "auto" ? 0 : parsed.positiveInt("backup-every");
   if (!from_file) settings.planner = parsed.value("planner");
   if (parsed.has("checkpoint-dir") || resuming) {
@@ -420,8 +424,11 @@ int runRun(std::span<const std::string> args) {
               << percent(report.samples_per_second() / calibration->samples_per_second) << " of calibrated)\n";
   }
   for (const control::Recovery& r : result.recoveries) {
-    std::cout << "  " << (r.kind == control::RecoveryKind::Manual ? "re-planned" : "recovered from " + r.device + " " +
-                                                                                      std::string(control::recoveryKindName(r.kind)))
+    std::cout << "  "
+              << (r.kind == control::RecoveryKind::Manual   ? std::string("re-planned")
+                  : r.kind == control::RecoveryKind::Joined ? r.device + " joined, re-planned"
+                                                            : "recovered from " + r.device + " " +
+                                                                  std::string(control::recoveryKindName(r.kind)))
               << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
               << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
   }

@@ -156,6 +156,9 @@ void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec
                    std::ostream& out) {
   if (r.kind == control::RecoveryKind::Manual) {
     out << "re-planned at step " << r.step << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s: ";
+  } else if (r.kind == control::RecoveryKind::Joined) {
+    out << r.device << " joined at step " << r.step << ", re-planned in " << fixed(r.recovered_ms / 1000.0, 2)
+        << " s: ";
   } else {
     out << "recovered from " << r.device << " " << control::recoveryKindName(r.kind) << " in "
         << fixed(r.recovered_ms / 1000.0, 2) << " s (" << r.replayed_steps

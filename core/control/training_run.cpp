@@ -354,7 +354,8 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
 
 Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   Recovery rec;
-  rec.kind = RecoveryKind::Manual;
+  rec.kind = request.kind;
+  rec.device = request.devices;
   rec.action = "replan";
   rec.failed_after = step_;
   rec.step = step_;
@@ -387,6 +388,51 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   return rec;
 }
 
+std::optional<ReplanRequest> TrainingRun::joinCandidate() {
+  // Asked at a step boundary, so briefly: a device that does not answer in half a second
+  // is not joining.
+  const std::vector<WorkerProbe> probes =
+      coordinator_->probe(std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
+  const Cluster& current = *deployed_->cluster;
+  const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
+  std::vector<std::string> names, joining;
+  for (int d = 0; d < cluster_->size(); ++d) {
+    const std::string& name = cluster_->device(d).name;
+    const auto at = current.find(name);
+    if (at && stage_of[*at] >= 0) {
+      names.push_back(name);
+    } else if (probes[d].reachable && probes[d].info.state() != "training") {
+      names.push_back(name);
+      joining.push_back(name);
+    }
+  }
+  if (joining.empty()) return std::nullopt;
+  const std::string key = joinNames(joining);
+  if (key == rejected_joins_) return std::nullopt;  // nothing new since the last look
+  updateFactors();
+  const Cluster over = restrictCluster(*cluster_, names);
+  std::optional<ReplanRequest> request;
+  try {
+    Plan next = planOver(over, "joining " + key);
+    const double next_ms = simulate(next, costModel(over)).iteration_ms;
+    const double now_ms = simulate(deployed_->plan, costModel(current)).iteration_ms;
+    bool uses_them = false;
+    for (const Stage& stage : next.stages) {
+      for (const DeviceShare& m : stage.members) {
+        const std::string& name = over.device(m.device).name;
+        uses_them = uses_them || std::find(joining.begin(), joining.end(), name) != joining.end();
+      }
+    }
+    if (uses_them && next_ms * settings_.replan_gain < now_ms) {
+      request = ReplanRequest{std::move(next), over, RecoveryKind::Joined, key};
+    }
+  } catch (const Error&) {
+    // No plan with them: as if no gain.
+  }
+  rejected_joins_ = request ? std::string() : key;
+  return request;
+}
+
 Recovery TrainingRun::replanNow(const ReplanRequest& request) {
   if (!deployed_) throw Error("nothing is deployed to re-plan");
   RunResult scratch;
@@ -401,6 +447,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   }
   RunResult result;
   const auto started = Clock::now();
+  auto last_join_check = Clock::now();
   auto last_progress = Clock::now();  // the last completed step (or the start)
   std::optional<Recovery> pending;    // a recovery waiting for its first step
   Clock::time_point pending_since;
@@ -433,24 +480,28 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       break;
     }
     std::optional<ReplanRequest> asked;
+    bool stop = false;
     {
       std::lock_guard lock(requests_mutex_);
-      if (stop_requested_) {
-        stop_requested_ = false;
-        result.stopped = true;
-        break;
-      }
+      stop = stop_requested_;
+      stop_requested_ = false;
       asked = std::move(replan_requested_);
       replan_requested_.reset();
     }
     try {
+      // A re-plan asked for together with a stop is applied first: the run stops on the
+      // new plan.
       if (asked) {
         if (pending) result.recoveries.push_back(*pending);  // re-planned again before a step
         pending_since = Clock::now();
         pending = replan(*asked, result);
         if (events.on_deployed) events.on_deployed();
-        continue;
       }
+      if (stop) {
+        result.stopped = true;
+        break;
+      }
+      if (asked) continue;
       const std::int64_t n = segmentSteps(target);
       const auto began = Clock::now();
       const TrainingResult segment = deployed_->coordinator->train(n, callbacks, cancel);
@@ -469,6 +520,13 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
         if (checkpoint_step_ < step_) writeCheckpointNow(result);
       } else if (step_ < target && backupDue()) {
         takeBackup(result);
+      }
+      if (settings_.elastic && step_ < target && Clock::now() - last_join_check >= settings_.join_check) {
+        last_join_check = Clock::now();
+        if (auto join = joinCandidate()) {
+          std::lock_guard lock(requests_mutex_);
+          if (!replan_requested_) replan_requested_ = std::move(join);  // a user's request wins
+        }
       }
     } catch (const WorkerError& e) {
       if (!settings_.recover || ++failures > settings_.max_recoveries) throw;

@@ -74,6 +74,11 @@ struct RunSettings {
   /// at least every `checkpoint_every` steps (0: at every backup), for `run --resume`.
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0;
+  /// Joins: every `join_check` at a step boundary, ask every device of cluster() that the
+  /// deployment does not use; when some answer and a plan with them is predicted at least
+  /// `replan_gain` times faster, re-plan onto them (a Joined recovery).
+  bool elastic = false;
+  std::chrono::milliseconds join_check{5000};
 };
 
 /// Callbacks, all on the thread that calls TrainingRun::train().
@@ -109,6 +114,8 @@ struct RunResult {
 struct ReplanRequest {
   std::optional<Plan> plan;
   std::optional<Cluster> cluster;
+  RecoveryKind kind = RecoveryKind::Manual;  ///< Joined for an elastic join
+  std::string devices;                       ///< the joining devices, for the report
 };
 
 class TrainingRun {
@@ -184,6 +191,8 @@ class TrainingRun {
   Recovery recover(const WorkerError& error, double detected_ms, RunResult& result, const RunEvents& events);
   Recovery replan(const ReplanRequest& request, RunResult& result);
   Plan planOver(const Cluster& over, const std::string& why) const;
+  /// Devices that answer and are not deployed, when a plan with them is clearly faster.
+  std::optional<ReplanRequest> joinCandidate();
 
   std::shared_ptr<const Cluster> cluster_;
   std::shared_ptr<const ModelSpec> model_;
@@ -207,6 +216,8 @@ class TrainingRun {
   double last_backup_ms_ = 0;
   double training_ms_since_backup_ = 0;
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
+
+  std::string rejected_joins_;  // the last set of joining devices that brought no gain
 
   std::mutex requests_mutex_;
   bool stop_requested_ = false;

@@ -1,0 +1,169 @@
+// TrainingRun's sequencing against in-process FakeWorkers (no LibTorch): segments and
+// backups, a lost device and its replay counted once, an elastic join, stop and re-plan
+// requests at a step boundary.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "control/net.h"
+#include "control/training_run.h"
+#include "control_fixtures.h"
+#include "fake_worker.h"
+#include "test_fixtures.h"
+
+namespace stagecraft::control {
+namespace {
+
+using stagecraft::testing::FakeWorkerScript;
+using stagecraft::testing::FakeWorkerServer;
+
+/// Fakes d0..d{n-1} at 2 ms a step; a device listed in `later` is in the cluster (its port
+/// reserved) but its worker is not started.
+struct Fakes {
+  std::vector<std::unique_ptr<FakeWorkerServer>> servers;
+  std::vector<int> ports;
+  Cluster cluster = stagecraft::testing::makeCluster({1});
+
+  Fakes(int n, std::vector<int> later = {}) {
+    v1::Cluster proto = stagecraft::testing::makeCluster(std::vector<double>(n, 100)).toProto();
+    ports = freeLoopbackPorts(n);
+    servers.resize(n);
+    for (int i = 0; i < n; ++i) {
+      proto.mutable_devices(i)->set_address("127.0.0.1:" + std::to_string(ports[i]));
+      if (std::find(later.begin(), later.end(), i) == later.end()) start(i);
+    }
+    cluster = Cluster::fromProto(proto);
+  }
+  void start(int i) {
+    FakeWorkerScript script;
+    script.name = "d" + std::to_string(i);
+    script.iteration_ms = 2;
+    servers[i] = std::make_unique<FakeWorkerServer>(script, ports[i]);
+  }
+};
+
+Plan planOver(std::vector<Stage> stages) {
+  Plan p;
+  p.model = "uniform";
+  p.batch_size = 8;
+  p.microbatches = 2;
+  p.stages = std::move(stages);
+  return p;
+}
+
+RunSettings quickSettings() {
+  RunSettings s;
+  s.segment = std::chrono::milliseconds(20);
+  s.probe_deadline = std::chrono::milliseconds(500);
+  s.planner = "hybrid";
+  return s;
+}
+
+TEST(TrainingRun, ALostDeviceIsReplayedFromTheBackupAndEachStepCountsOnce) {
+  Fakes fakes(3);
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 64);
+  RunSettings settings = quickSettings();
+  settings.backup_every = 4;
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, {}, stagecraft::testing::quickOptions(), settings);
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  std::vector<std::int64_t> seen;
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    seen.push_back(s.step);
+    if (s.step == 6 && fakes.servers[1]) fakes.servers[1]->shutdown();
+  };
+  const RunResult result = run.train(12, events);
+
+  ASSERT_EQ(result.steps.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(result.steps[i].step, i + 1);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const Recovery& r = result.recoveries[0];
+  EXPECT_EQ(r.device, "d1");
+  EXPECT_EQ(r.kind, RecoveryKind::Lost);
+  EXPECT_EQ(r.step, 4);  // the backup before the loss
+  EXPECT_EQ(r.replayed_steps, r.failed_after - 4);
+  EXPECT_EQ(static_cast<std::int64_t>(seen.size()), 12 + r.replayed_steps);
+  EXPECT_FALSE(run.deployedCluster().find("d1"));
+  EXPECT_EQ(run.step(), 12);
+  // The survivors got the backup's weights: every member starts at step 4.
+  for (const auto& a : run.deployment().assignments()) EXPECT_EQ(a.start_step(), 4);
+}
+
+TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
+  // A failure that is not a lost device (an error in the job) is not "recovered".
+  std::vector<double> gflops{100, 100};
+  v1::Cluster proto = stagecraft::testing::makeCluster(gflops).toProto();
+  std::vector<std::unique_ptr<FakeWorkerServer>> servers;
+  for (int i = 0; i < 2; ++i) {
+    FakeWorkerScript script;
+    script.name = "d" + std::to_string(i);
+    if (i == 1) script.error_at_step = 3;
+    servers.push_back(std::make_unique<FakeWorkerServer>(script));
+    proto.mutable_devices(i)->set_address(servers.back()->address());
+  }
+  TrainingRun run(Cluster::fromProto(proto), stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), quickSettings());
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  EXPECT_THROW(run.train(10), WorkerError);
+}
+
+TEST(TrainingRun, ElasticRunTakesADeviceThatStartsAnsweringWhenItPredictsAGain) {
+  Fakes fakes(3, {2});  // d2 comes later
+  // Wide layers: compute dominates, so more devices in a pipeline are predicted faster.
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 4096);
+  RunSettings settings = quickSettings();
+  settings.elastic = true;
+  settings.join_check = std::chrono::milliseconds(0);
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, {}, stagecraft::testing::quickOptions(), settings);
+  // Two devices; a third can only help.
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 3 && !fakes.servers[2]) fakes.start(2);
+  };
+  // Long enough for the channel to d2, refused at first, to try again and connect.
+  const RunResult result = run.train(2000, events);
+  ASSERT_EQ(result.steps.size(), 2000u);
+  bool joined = false;
+  for (const Recovery& r : result.recoveries) {
+    if (r.kind == RecoveryKind::Joined && r.device.find("d2") != std::string::npos) joined = true;
+  }
+  EXPECT_TRUE(joined);
+  EXPECT_TRUE(run.deployedCluster().find("d2"));
+  bool uses_d2 = false;
+  for (const Stage& s : run.plan().stages) {
+    for (const DeviceShare& m : s.members) uses_d2 = uses_d2 || run.deployedCluster().device(m.device).name == "d2";
+  }
+  EXPECT_TRUE(uses_d2);
+}
+
+TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
+  Fakes fakes(2);
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), quickSettings());
+  run.deploy(planOver({{0, 8, {{0, 4}}}}));
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 2) run.requestReplan(ReplanRequest{planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}), std::nullopt});
+  };
+  events.on_deployed = [&] { run.requestStop(); };  // stop on the new plan's first boundary
+  const RunResult result = run.train(1000, events);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_LT(run.step(), 1000);
+  EXPECT_GE(run.step(), 3);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].kind, RecoveryKind::Manual);
+  EXPECT_EQ(result.recoveries[0].replayed_steps, 0);
+  EXPECT_EQ(run.plan().stageCount(), 2);
+  // Steps run on without a gap or a repeat across the re-plan.
+  for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
+  // A later train() goes on where it stopped.
+  const std::int64_t at = run.step();
+  const RunResult more = run.train(at + 3);
+  ASSERT_EQ(more.steps.size(), 3u);
+  EXPECT_EQ(more.steps.front().step, at + 1);
+}
+
+}  // namespace
+}  // namespace stagecraft::control
