@@ -289,7 +289,8 @@ int runRun(std::span<const std::string> args) {
   }
   if (!json) {
     std::cout << "Deployed job " << run.deployment().job() << " to " << run.deployment().assignments().size()
-              << " workers; training " << steps << " steps\n"
+              << " workers; training "
+              << (resuming ? "to step " + std::to_string(steps) : std::to_string(steps) + " steps") << "\n"
               << std::flush;
   }
   if (interrupted("before training")) {
