@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,26 @@ struct Outcome {
   std::string action;
 };
 
+/// Local workers stopped however measure() ends (an exception, a failed goal).
+struct StopOnExit {
+  std::optional<control::LocalCluster>& local;
+  ~StopOnExit() {
+    if (!local) return;
+    try {
+      local->stop();
+    } catch (const std::exception&) {
+    }
+  }
+};
+
 Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_t steps, std::int64_t backup_every,
                 const control::LocalClusterOptions& local_options, const std::filesystem::path& dir) {
   Outcome out;
   const Cluster plain = fourDevices(std::string("bench-recovery-") + role.name);
   const std::string path = writeCluster(plain, dir);
-  control::LocalCluster local = control::LocalCluster::start(plain, path, local_options);
+  std::optional<control::LocalCluster> started = control::LocalCluster::start(plain, path, local_options);
+  StopOnExit stop_first{started};
+  control::LocalCluster& local = *started;
   const Cluster cluster = local.apply(plain);
   control::TrainingOptions training;
   training.seed = 3;
@@ -156,14 +171,16 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
     all.SerializeToOstream(&file);
   }
   local.stop();
+  started.reset();
   std::vector<std::string> survivors;
   for (int d = 0; d < plain.size(); ++d) {
     if (d != role.victim) survivors.push_back(plain.device(d).name);
   }
   const Cluster rest = control::restrictCluster(plain, survivors);
   const std::string rest_path = writeCluster(rest, dir);
-  control::LocalCluster again = control::LocalCluster::start(rest, rest_path, local_options);
-  const Cluster live = again.apply(rest);
+  std::optional<control::LocalCluster> restarted = control::LocalCluster::start(rest, rest_path, local_options);
+  StopOnExit stop_again{restarted};
+  const Cluster live = restarted->apply(rest);
   v1::StageWeights read;
   {
     std::ifstream file(dir / "checkpoint.bin", std::ios::binary);
@@ -190,7 +207,6 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
     for (const auto& s : fresh_result.steps) std::fprintf(stderr, " %.0f", s.iteration_ms);
     std::fprintf(stderr, "\n");
   }
-  again.stop();
   return out;
 }
 
