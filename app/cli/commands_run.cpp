@@ -167,7 +167,7 @@ int runRun(std::span<const std::string> args) {
   }
   const ModelSpec& model = *loaded;
   const Optimizer optimizer =
-      resuming    ? parseOptimizer(checkpoint->optimizer())
+      resuming    ? parseOptimizer(checkpoint->optimizer().kind())
       : from_file ? (plan_file.optimizer().empty() ? Optimizer::Sgd : parseOptimizer(plan_file.optimizer()))
                   : optimizerFromArguments(parsed);
   if (optimizer == Optimizer::Invalid) throw Error("plan: optimizer must be sgd or adam");

@@ -34,6 +34,42 @@ void checkTrainingOptions(const TrainingOptions& options) {
   if (options.data == "mnist" && options.labels_path.empty()) throw Error("mnist data needs a labels path");
 }
 
+v1::OptimizerConfig optimizerConfig(const TrainingOptions& options, Optimizer optimizer) {
+  v1::OptimizerConfig c;
+  c.set_kind(std::string(optimizerName(optimizer)));
+  c.set_lr(options.lr);
+  c.set_momentum(options.momentum);
+  c.set_weight_decay(options.weight_decay);
+  c.set_beta1(options.beta1);
+  c.set_beta2(options.beta2);
+  c.set_eps(options.eps);
+  return c;
+}
+
+v1::DataConfig dataConfig(const TrainingOptions& options) {
+  v1::DataConfig c;
+  c.set_kind(options.data);
+  c.set_path(options.data_path);
+  c.set_labels_path(options.labels_path);
+  c.set_seed(options.seed);
+  return c;
+}
+
+TrainingOptions trainingOptionsFrom(const v1::OptimizerConfig& optimizer, const v1::DataConfig& data) {
+  TrainingOptions o;
+  o.lr = optimizer.lr();
+  o.momentum = optimizer.momentum();
+  o.weight_decay = optimizer.weight_decay();
+  o.beta1 = optimizer.beta1();
+  o.beta2 = optimizer.beta2();
+  o.eps = optimizer.eps();
+  o.data = data.kind();
+  o.data_path = data.path();
+  o.labels_path = data.labels_path();
+  o.seed = data.seed();
+  return o;
+}
+
 std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                                                   const TrainingOptions& options, std::span<const int> store_ports) {
   if (static_cast<int>(store_ports.size()) != plan.stageCount()) {
@@ -49,20 +85,8 @@ std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelS
     }
   }
 
-  v1::OptimizerConfig optimizer;
-  optimizer.set_kind(std::string(optimizerName(plan.optimizer)));
-  optimizer.set_lr(options.lr);
-  optimizer.set_momentum(options.momentum);
-  optimizer.set_weight_decay(options.weight_decay);
-  optimizer.set_beta1(options.beta1);
-  optimizer.set_beta2(options.beta2);
-  optimizer.set_eps(options.eps);
-
-  v1::DataConfig data;
-  data.set_kind(options.data);
-  data.set_path(options.data_path);
-  data.set_labels_path(options.labels_path);
-  data.set_seed(options.seed);
+  const v1::OptimizerConfig optimizer = optimizerConfig(options, plan.optimizer);
+  const v1::DataConfig data = dataConfig(options);
 
   std::vector<v1::StageAssignment> out;
   for (int s = 0; s < plan.stageCount(); ++s) {

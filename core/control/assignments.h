@@ -29,6 +29,12 @@ struct TrainingOptions {
   std::int64_t start_step = 0;
 };
 
+/// The optimizer and the data as a StageAssignment carries them, and back (the optimizer's
+/// kind is the plan's: `optimizer`).
+v1::OptimizerConfig optimizerConfig(const TrainingOptions& options, Optimizer optimizer);
+v1::DataConfig dataConfig(const TrainingOptions& options);
+TrainingOptions trainingOptionsFrom(const v1::OptimizerConfig& optimizer, const v1::DataConfig& data);
+
 /// Throws Error for options no worker can use: lr not positive, an unknown data kind, a
 /// data set without its files.
 void checkTrainingOptions(const TrainingOptions& options);

@@ -23,17 +23,8 @@ v1::Checkpoint makeCheckpoint(const ModelWeights& weights, const ModelSpec& mode
   *c.mutable_model() = model.proto();
   *c.mutable_plan() = planToProto(plan, model, cluster);
   *c.mutable_weights() = sliceWeights(weights, 0, model.layerCount());
-  c.set_optimizer(std::string(optimizerName(plan.optimizer)));
-  c.set_lr(options.lr);
-  c.set_momentum(options.momentum);
-  c.set_weight_decay(options.weight_decay);
-  c.set_beta1(options.beta1);
-  c.set_beta2(options.beta2);
-  c.set_eps(options.eps);
-  c.set_data(options.data);
-  c.set_data_path(options.data_path);
-  c.set_labels_path(options.labels_path);
-  c.set_seed(options.seed);
+  *c.mutable_optimizer() = optimizerConfig(options, plan.optimizer);
+  *c.mutable_data() = dataConfig(options);
   c.set_cluster(cluster.name());
   c.set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
@@ -91,17 +82,7 @@ ModelWeights checkpointWeights(const v1::Checkpoint& checkpoint) {
 }
 
 TrainingOptions checkpointOptions(const v1::Checkpoint& c) {
-  TrainingOptions o;
-  o.lr = c.lr();
-  o.momentum = c.momentum();
-  o.weight_decay = c.weight_decay();
-  o.beta1 = c.beta1();
-  o.beta2 = c.beta2();
-  o.eps = c.eps();
-  o.data = c.data();
-  o.data_path = c.data_path();
-  o.labels_path = c.labels_path();
-  o.seed = c.seed();
+  TrainingOptions o = trainingOptionsFrom(c.optimizer(), c.data());
   o.start_step = c.step();
   return o;
 }

@@ -50,6 +50,14 @@ QByteArray clusterJson() {
       .toUtf8();
 }
 
+/// clusterJson() in `dir`; its path, or "" when it cannot be written.
+QString writeClusterFile(const QTemporaryDir& dir) {
+  const QString path = dir.filePath(QStringLiteral("cluster.json"));
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(clusterJson()) < 0) return {};
+  return path;
+}
+
 std::set<QString> planDevices(const Plan& plan, const Cluster& cluster) {
   std::set<QString> names;
   for (const auto& stage : plan.stages) {
@@ -87,12 +95,8 @@ class ControllerIntegrationTest : public QObject {
     }
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    const QString cluster_path = dir.filePath(QStringLiteral("cluster.json"));
-    {
-      QFile file(cluster_path);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      file.write(clusterJson());
-    }
+    const QString cluster_path = writeClusterFile(dir);
+    QVERIFY(!cluster_path.isEmpty());
 
     TrainingController controller;
     // The charts as the main window feeds them.
@@ -217,12 +221,8 @@ class ControllerIntegrationTest : public QObject {
     }
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    const QString cluster_path = dir.filePath(QStringLiteral("cluster.json"));
-    {
-      QFile file(cluster_path);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      file.write(clusterJson());
-    }
+    const QString cluster_path = writeClusterFile(dir);
+    QVERIFY(!cluster_path.isEmpty());
     TrainingController controller;
     stagecraft::gui::LiveCharts charts;
     stagecraft::gui::ChartFeed feed(&controller, &charts);

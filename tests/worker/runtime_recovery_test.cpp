@@ -40,6 +40,22 @@ Plan planOf(std::vector<Stage> stages) {
   return p;
 }
 
+/// Deadlines for workers that share two cores with the test.
+control::CoordinatorOptions patientOptions() {
+  control::CoordinatorOptions options;
+  options.call_timeout = std::chrono::seconds(20);
+  options.deploy_timeout = std::chrono::seconds(60);
+  return options;
+}
+
+control::TrainingOptions trainingOptions() {
+  control::TrainingOptions training;
+  training.lr = kLr;
+  training.momentum = kMomentum;
+  training.seed = kSeed;
+  return training;
+}
+
 struct Reference {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> weights;  // "<layer>.<name>" -> values
@@ -82,13 +98,8 @@ class RuntimeRecovery : public ::testing::TestWithParam<RoleCase> {};
 TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterruptedLosses) {
   const RoleCase& c = GetParam();
   auto workers = startWorkers({"w0", "w1", "w2", "w3"});
-  control::CoordinatorOptions options;
-  options.call_timeout = std::chrono::seconds(20);
-  options.deploy_timeout = std::chrono::seconds(60);
-  control::TrainingOptions training;
-  training.lr = kLr;
-  training.momentum = kMomentum;
-  training.seed = kSeed;
+  const control::CoordinatorOptions options = patientOptions();
+  const control::TrainingOptions training = trainingOptions();
   control::RunSettings settings;
   settings.backup_every = 2;  // the kill lands between backups: steps are replayed
   settings.planner = "hybrid";
@@ -164,13 +175,8 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
 
 TEST(RuntimeRecoveryStall, AWorkerStoppedLongerThanTheStallLimitIsLeftBehind) {
   auto workers = startWorkers({"s0", "s1", "s2"});
-  control::CoordinatorOptions options;
-  options.call_timeout = std::chrono::seconds(20);
-  options.deploy_timeout = std::chrono::seconds(60);
-  control::TrainingOptions training;
-  training.lr = kLr;
-  training.momentum = kMomentum;
-  training.seed = kSeed;
+  const control::CoordinatorOptions options = patientOptions();
+  const control::TrainingOptions training = trainingOptions();
   control::RunSettings settings;
   settings.backup_every = 2;
   settings.stall_floor = std::chrono::milliseconds(1000);
