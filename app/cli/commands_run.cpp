@@ -76,10 +76,11 @@ int runRun(std::span<const std::string> args) {
               "go on from DIR/checkpoint.pb: its model, weights, optimizer state, data and plan (re-planned "
               "when its devices are not all in --cluster); --steps is then the step to reach; stale jobs on "
               "the workers are stopped first")
-      .option("backup-every", "N|auto",
-              "copy the whole model and optimizer state to the coordinator every N steps, the point a lost "
-              "device's run replays from (auto: as often as keeps the copies under 5% of training time)",
-              "auto")
+      .option("backup-every", "N",
+              "after every N-th step each stage keeps its weights and optimizer state and sends a copy to a "
+              "neighbour device (beside training, not in its way): what a lost device's run replays from "
+              "(0: none; the run then replays from the last checkpoint or its start)",
+              "1")
       .flag("no-recover", "end the run when a device is lost instead of re-planning over the survivors")
       .flag("elastic",
             "every 5 s, ask the cluster's devices the plan does not use; when some answer (a worker started "
@@ -199,7 +200,7 @@ int runRun(std::span<const std::string> args) {
   control::RunSettings settings;
   settings.recover = !parsed.flag("no-recover");
   settings.elastic = parsed.flag("elastic");
-  settings.backup_every = parsed.value("backup-every") == "auto" ? 0 : parsed.positiveInt("backup-every");
+  settings.backup_every = parsed.nonNegativeInt("backup-every");
   if (!from_file) settings.planner = parsed.value("planner");
   if (parsed.has("checkpoint-dir") || resuming) {
     settings.checkpoint_dir = parsed.has("checkpoint-dir") ? parsed.value("checkpoint-dir") : parsed.value("resume");
@@ -401,8 +402,10 @@ int runRun(std::span<const std::string> args) {
     out->set_recovered_ms(r.recovered_ms);
     out->set_stages(r.stages);
     out->set_devices(r.devices);
+    out->set_backup(r.backup);
   }
   report.set_backup_ms(result.backup_ms);
+  report.set_backup_share(result.backup_share);
   report.set_training_ms(result.training_ms);
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (json) {
@@ -433,8 +436,13 @@ int runRun(std::span<const std::string> args) {
               << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
               << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
   }
+  if (result.backup_share > 0) {
+    std::cout << "  backups held up the stages that take them for " << percent(result.backup_share)
+              << " of a step (every " << settings.backup_every << (settings.backup_every == 1 ? " step" : " steps")
+              << ", sent to a neighbour beside training)\n";
+  }
   if (result.training_ms > 0 && result.backup_ms > 0) {
-    std::cout << "  backups took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
+    std::cout << "  checkpoints took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
               << percent(result.backup_ms / result.training_ms) << " of training time)\n";
   }
   if (result.checkpoint_step >= 0) {

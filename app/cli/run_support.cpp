@@ -149,6 +149,7 @@ void printFailureNotice(const control::Recovery& r, std::ostream& out) {
           : r.action == "retry" ? std::string("it answers again; the same plan goes on")
                                 : "re-planning over the " + std::to_string(r.devices) + " devices left")
       << ", replaying from step " << r.step << "\n";
+  if (!r.backup.empty()) out << "  state of step " << r.step << ": " << r.backup << "\n";
   if (!r.reason.empty()) out << "  (" << r.reason << ")\n";
 }
 

@@ -143,6 +143,8 @@ class Coordinator {
   /// The cluster device (index into cluster()) that member `member` runs on.
   int memberDevice(int member) const { return member_device_.at(member); }
   const std::string& job() const { return job_; }
+  /// The client of device `device`'s worker; throws Error for a device without an address.
+  WorkerClient& workerClient(int device) { return client(device); }
 
   /// Opens the members' telemetry streams (waiting up to subscribe_timeout for them), then
   /// starts `iterations` steps on every member.

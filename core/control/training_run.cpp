@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "control/backups.h"
 #include "control/checkpoint.h"
 #include "io/error.h"
 #include "plan/validation.h"
@@ -16,9 +17,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-/// Backups may take at most this share of training time when their cadence is automatic.
-constexpr double kBackupShare = 0.05;
 
 std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
@@ -124,6 +122,7 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
 void TrainingRun::install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
   TrainingOptions options = options_;
+  options.backup_every = std::max<std::int64_t>(settings_.backup_every, 0);
   if (weights) {
     coordinator->deploy(plan, *model_, options, *weights);
   } else {
@@ -167,18 +166,6 @@ bool TrainingRun::checkpointDue() const {
   return settings_.checkpoint_every <= 0 || step_ - checkpoint_step_ >= settings_.checkpoint_every;
 }
 
-bool TrainingRun::backupDue() const {
-  if (step_ <= backup_step_) return false;
-  // A checkpoint is written from a backup, so one is due with it.
-  if (!settings_.checkpoint_dir.empty() && settings_.checkpoint_every > 0 &&
-      step_ - checkpoint_step_ >= settings_.checkpoint_every) {
-    return true;
-  }
-  if (settings_.backup_every < 0) return false;
-  if (settings_.backup_every > 0) return step_ - backup_step_ >= settings_.backup_every;
-  return training_ms_since_backup_ * kBackupShare >= last_backup_ms_;
-}
-
 std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
   std::int64_t n = 1;
   if (step_ms_ > 0) {
@@ -186,7 +173,6 @@ std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
     n = std::clamp<std::int64_t>(std::llround(wanted), 1, 100'000);
   }
   n = std::min(n, target - step_);
-  if (settings_.backup_every > 0) n = std::min(n, std::max<std::int64_t>(1, backup_step_ + settings_.backup_every - step_));
   if (!settings_.checkpoint_dir.empty() && settings_.checkpoint_every > 0) {
     n = std::min(n, std::max<std::int64_t>(1, checkpoint_step_ + settings_.checkpoint_every - step_));
   }
@@ -196,12 +182,20 @@ std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
 void TrainingRun::takeBackup(RunResult& result) {
   const auto began = Clock::now();
   ModelWeights weights = deployed_->coordinator->collectWeights(true);
-  last_backup_ms_ = msSince(began);
-  result.backup_ms += last_backup_ms_;
+  result.backup_ms += msSince(began);
   backup_step_ = weights.step;
   backup_ = std::move(weights);
-  training_ms_since_backup_ = 0;
   if (checkpointDue()) writeCheckpointNow(result);
+}
+
+std::string TrainingRun::gatherBackup(std::span<const std::string> live) {
+  if (settings_.backup_every <= 0) return "checkpoint or deployment";
+  std::string where;
+  auto weights = gatherBackups(*deployed_->coordinator, live, step_, settings_.probe_deadline * 5, &where);
+  if (!weights || weights->step <= backup_step_) return "checkpoint or deployment";
+  backup_step_ = weights->step;
+  backup_ = std::move(*weights);
+  return where;
 }
 
 void TrainingRun::writeCheckpointNow(RunResult& result) {
@@ -291,6 +285,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       // Otherwise the failure is the job's (bad data, a NaN), not a device's.
       if (!error->timedOut()) throw *error;
       coordinator_->stopJobs();
+      rec.backup = gatherBackup(kept);
       rec.device = error->worker();
       rec.reason = error->what();
       rec.kind = RecoveryKind::Stalled;
@@ -301,6 +296,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       rec.device = joinNames(lost);
       rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
       rec.reason = error->what();
+      rec.backup = gatherBackup(kept);
 
       // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
       // lost share. A new plan over every live device when that is impossible, does not fit,
@@ -366,7 +362,6 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   result.backup_ms += msSince(began);
   backup_ = weights;
   backup_step_ = weights.step;
-  training_ms_since_backup_ = 0;
 
   std::shared_ptr<const Cluster> over;
   Plan next;
@@ -471,6 +466,12 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   };
   callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
     if (member >= 0 && member < static_cast<int>(latest_.size())) latest_[member] = r;
+    for (const auto& e : r.timeline()) {
+      if (e.kind() != "backup") continue;
+      backup_copy_ms_ += std::max(0.0, e.end_ms() - e.start_ms());
+      backup_step_ms_ += r.iteration_ms();
+      break;
+    }
     if (events.on_iteration) events.on_iteration(member, deployed_->coordinator->memberDevice(member), r);
   };
 
@@ -511,14 +512,13 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       }
       const double ms = msSince(began);
       result.training_ms += ms;
-      training_ms_since_backup_ += ms;
       step_ms_ = ms / static_cast<double>(n);
       applySilenceLimits();
       if (step_ >= target && !settings_.checkpoint_dir.empty() && step_ > checkpoint_step_) {
         // The run's end is checkpointed too, so `run --resume` can take it further.
         takeBackup(result);
         if (checkpoint_step_ < step_) writeCheckpointNow(result);
-      } else if (step_ < target && backupDue()) {
+      } else if (step_ < target && checkpointDue()) {
         takeBackup(result);
       }
       if (settings_.elastic && step_ < target && Clock::now() - last_join_check >= settings_.join_check) {
@@ -539,6 +539,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   }
   if (pending) result.recoveries.push_back(*pending);
   result.wall_seconds = msSince(started) / 1000.0;
+  result.backup_share = backup_step_ms_ > 0 ? backup_copy_ms_ / backup_step_ms_ : 0;
   return result;
 }
 

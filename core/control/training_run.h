@@ -1,9 +1,9 @@
 #pragma once
 // One training run from its first deployment to its last step, shared by the CLI and the
 // console: deploy, train in short segments (so stops and re-plans land on a step boundary
-// with every stage at the same step), keep a backup of the model, and react, by itself, to
-// a lost device (re-plan over the survivors and replay from the backup) or, on request, to
-// a manual re-plan. Blocking calls on the caller's thread; requests from any thread.
+// with every stage at the same step), have the stages back their state up on neighbour
+// devices, and react, by itself, to a lost device (re-plan over the survivors and replay
+// from the newest backup) or, on request, to a manual re-plan. Blocking calls on the caller's thread; requests from any thread.
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +43,9 @@ struct Recovery {
   std::int64_t failed_after = 0;  ///< the last step every stage completed before the failure
   std::int64_t step = 0;          ///< the step training continued from (the backup's)
   std::int64_t replayed_steps = 0;  ///< completed steps computed again (failed_after - step)
+  /// Where the state replayed from came from: the workers that held each stage's backup,
+  /// "checkpoint or deployment" when none was usable.
+  std::string backup;
   double detected_ms = 0;   ///< from the last completed step to noticing the failure
   double recovered_ms = 0;  ///< from noticing it to the first step completed afterwards
   int stages = 0;           ///< of the plan that continued
@@ -52,10 +55,12 @@ struct Recovery {
 struct RunSettings {
   /// About how long one Start trains: stops and re-plans wait at most this long.
   std::chrono::milliseconds segment{500};
-  /// Steps between backups of the whole model and optimizer state (taken at a step
-  /// boundary, held by the coordinator). 0: automatic, as often as keeps their cost under
-  /// 5% of training time. -1: no backups; a lost device then restarts from the seed.
-  std::int64_t backup_every = 0;
+  /// Steps between backups: after every n-th step each stage's rank-0 member keeps its
+  /// weights and optimizer state and sends a copy to a neighbour device, on a thread of its
+  /// own (TrainingOptions::backup_every). A lost device's run replays from the newest step
+  /// every stage still has. 0: none; the run then replays from its last checkpoint or
+  /// deployment.
+  std::int64_t backup_every = 1;
   bool recover = true;        ///< false: a lost device ends the run (WorkerError), as before
   int max_recoveries = 16;    ///< more failures than this end the run
   /// Describe deadline when finding out which devices are gone.
@@ -103,7 +108,10 @@ struct RunResult {
   bool cancelled = false;
   bool stopped = false;       ///< requestStop() ended it at a step boundary
   double wall_seconds = 0;
-  double backup_ms = 0;       ///< time spent taking backups (and writing checkpoints)
+  double backup_ms = 0;       ///< time spent collecting the model for checkpoints and writing them
+  /// The share of the step time the stages that take backups spent copying their state
+  /// (the sending runs beside training), from the workers' timelines; 0 without backups.
+  double backup_share = 0;
   std::int64_t checkpoint_step = -1;  ///< of the last checkpoint written, -1 for none
   double training_ms = 0;     ///< time spent in segments
 };
@@ -181,8 +189,10 @@ class TrainingRun {
 
   void install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);
   void takeBackup(RunResult& result);
-  bool backupDue() const;
   bool checkpointDue() const;
+  /// The newest state every stage still has on a live device (named in `live`), when newer
+  /// than backup_: it becomes backup_. Returns where it came from.
+  std::string gatherBackup(std::span<const std::string> live);
   void writeCheckpointNow(RunResult& result);
   std::int64_t segmentSteps(std::int64_t target) const;
   void applySilenceLimits();
@@ -210,11 +220,11 @@ class TrainingRun {
   double predicted_sps_ = 0;
   std::vector<v1::IterationReport> latest_;  // per member of the deployment
 
-  // The backup: weights at backup_step_, or (none) the seed at backup_step_.
+  // The coordinator's backup: weights at backup_step_ (from a deployment, a re-plan, a
+  // checkpoint or the workers' backups after a loss), or (none) the seed at backup_step_.
   std::optional<ModelWeights> backup_;
   std::int64_t backup_step_ = 0;
-  double last_backup_ms_ = 0;
-  double training_ms_since_backup_ = 0;
+  double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
 
   std::string rejected_joins_;  // the last set of joining devices that brought no gain

@@ -81,4 +81,18 @@ v1::StageWeights WorkerClient::getWeights(const v1::GetWeightsRequest& request, 
       deadline);
 }
 
+v1::BackupList WorkerClient::listBackups(const std::string& job, std::chrono::milliseconds deadline) {
+  v1::ListBackupsRequest request;
+  request.set_job(job);
+  return call<v1::ListBackupsRequest, v1::BackupList>(
+      endpoint_, "ListBackups", [&](auto* c, const auto& r, auto* o) { return stub_->ListBackups(c, r, o); },
+      request, deadline);
+}
+
+v1::StageWeights WorkerClient::getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline) {
+  return call<v1::BackupRef, v1::StageWeights>(
+      endpoint_, "GetBackup", [&](auto* c, const auto& r, auto* o) { return stub_->GetBackup(c, r, o); }, ref,
+      deadline);
+}
+
 }  // namespace stagecraft::control

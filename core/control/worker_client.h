@@ -37,6 +37,8 @@ class WorkerClient {
   v1::StopReply stop(const v1::StopRequest& request, std::chrono::milliseconds deadline);
   v1::HeartbeatReply heartbeat(std::chrono::milliseconds deadline);
   v1::StageWeights getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline);
+  v1::BackupList listBackups(const std::string& job, std::chrono::milliseconds deadline);
+  v1::StageWeights getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline);
 
  private:
   WorkerEndpoint endpoint_;

@@ -1,5 +1,5 @@
-// TrainingRun's sequencing against in-process FakeWorkers (no LibTorch): segments and
-// backups, a lost device and its replay counted once, an elastic join, stop and re-plan
+// TrainingRun's sequencing against in-process FakeWorkers (no LibTorch): segments, a lost
+// device replayed from the backups its neighbour holds and counted once, an elastic join, stop and re-plan
 // requests at a step boundary.
 #include <gtest/gtest.h>
 
@@ -60,20 +60,28 @@ RunSettings quickSettings() {
   return s;
 }
 
-TEST(TrainingRun, ALostDeviceIsReplayedFromTheBackupAndEachStepCountsOnce) {
-  Fakes fakes(3);
+/// Trains 12 steps on a two-stage plan over d0, d1 (d2 spare) and loses d1 after step 6.
+RunResult trainLosingD1(Fakes& fakes, std::int64_t backup_every, std::vector<std::int64_t>& seen,
+                        std::unique_ptr<TrainingRun>& run) {
   const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 64);
   RunSettings settings = quickSettings();
-  settings.backup_every = 4;
-  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, {}, stagecraft::testing::quickOptions(), settings);
-  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
-  std::vector<std::int64_t> seen;
+  settings.backup_every = backup_every;
+  run = std::make_unique<TrainingRun>(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
+                                      stagecraft::testing::quickOptions(), settings);
+  run->deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
   RunEvents events;
   events.on_step = [&](const StepResult& s) {
     seen.push_back(s.step);
     if (s.step == 6 && fakes.servers[1]) fakes.servers[1]->shutdown();
   };
-  const RunResult result = run.train(12, events);
+  return run->train(12, events);
+}
+
+TEST(TrainingRun, ALostDeviceIsReplayedFromTheBackupItsNeighbourHoldsAndEachStepCountsOnce) {
+  Fakes fakes(3);
+  std::vector<std::int64_t> seen;
+  std::unique_ptr<TrainingRun> run;
+  const RunResult result = trainLosingD1(fakes, 1, seen, run);
 
   ASSERT_EQ(result.steps.size(), 12u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(result.steps[i].step, i + 1);
@@ -81,13 +89,37 @@ TEST(TrainingRun, ALostDeviceIsReplayedFromTheBackupAndEachStepCountsOnce) {
   const Recovery& r = result.recoveries[0];
   EXPECT_EQ(r.device, "d1");
   EXPECT_EQ(r.kind, RecoveryKind::Lost);
-  EXPECT_EQ(r.step, 4);  // the backup before the loss
-  EXPECT_EQ(r.replayed_steps, r.failed_after - 4);
+  // Every stage backs up after every step, d1 to d0: d0 holds both stages' states, at most
+  // two steps behind the last step the run saw completed.
+  EXPECT_GE(r.failed_after, 6);
+  EXPECT_LE(r.step, r.failed_after);
+  EXPECT_GE(r.step, r.failed_after - 2);
+  EXPECT_NE(r.backup.find("from d0 (a copy from"), std::string::npos) << r.backup;
+  EXPECT_GT(fakes.servers[0]->worker().backupsHeld(), 0);
+  EXPECT_EQ(r.replayed_steps, r.failed_after - r.step);
   EXPECT_EQ(static_cast<std::int64_t>(seen.size()), 12 + r.replayed_steps);
-  EXPECT_FALSE(run.deployedCluster().find("d1"));
-  EXPECT_EQ(run.step(), 12);
-  // The survivors got the backup's weights: every member starts at step 4.
-  for (const auto& a : run.deployment().assignments()) EXPECT_EQ(a.start_step(), 4);
+  EXPECT_FALSE(run->deployedCluster().find("d1"));
+  EXPECT_EQ(run->step(), 12);
+  // The survivors got that step's weights.
+  for (const auto& a : run->deployment().assignments()) {
+    EXPECT_EQ(a.start_step(), r.step);
+    EXPECT_EQ(a.weights().step(), r.step);
+  }
+}
+
+TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {
+  Fakes fakes(3);
+  std::vector<std::int64_t> seen;
+  std::unique_ptr<TrainingRun> run;
+  const RunResult result = trainLosingD1(fakes, 0, seen, run);
+  ASSERT_EQ(result.steps.size(), 12u);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const Recovery& r = result.recoveries[0];
+  EXPECT_EQ(r.step, 0);
+  EXPECT_EQ(r.replayed_steps, r.failed_after);
+  EXPECT_EQ(r.backup, "checkpoint or deployment");
+  EXPECT_EQ(fakes.servers[0]->worker().backupsHeld(), 0);
+  EXPECT_EQ(static_cast<std::int64_t>(seen.size()), 12 + r.replayed_steps);
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {

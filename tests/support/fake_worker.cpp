@@ -1,9 +1,12 @@
 #include "fake_worker.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -97,6 +100,9 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext*, const v1::StageAssignment*
   }
   assignment_ = *assignment;
   step_ = assignment->start_step();
+  own_backups_.clear();
+  held_backups_.clear();
+  backup_stub_.reset();
   reply->set_memory_mb(1);
   reply->set_parameters(1000);
   return grpc::Status::OK;
@@ -156,6 +162,7 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
                             : std::vector<v1::TelemetryEvent>{defaultIteration(step, assignment, script_.iteration_ms)};
     for (const auto& e : events) publish(e);
     step_ = step;
+    backUp(step, assignment);
   }
   training_ = false;
   v1::TelemetryEvent done;
@@ -223,22 +230,105 @@ grpc::Status FakeWorker::GetWeights(grpc::ServerContext*, const v1::GetWeightsRe
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
   ++weight_requests_;
-  reply->set_layer_begin(assignment_->layer_begin());
-  reply->set_layer_end(assignment_->layer_end());
-  reply->set_step(step_);
+  *reply = weightsAt(step_, request->optimizer_state());
+  return grpc::Status::OK;
+}
+
+v1::StageWeights FakeWorker::weightsAt(std::int64_t step, bool optimizer_state) const {
+  v1::StageWeights out;
+  out.set_job(assignment_->job());
+  out.set_layer_begin(assignment_->layer_begin());
+  out.set_layer_end(assignment_->layer_end());
+  out.set_step(step);
   const auto add = [&](const std::string& name, float value) {
-    v1::Tensor* t = reply->add_tensors();
+    v1::Tensor* t = out.add_tensors();
     t->set_name(name);
     t->add_shape(1);
     t->set_dtype("float32");
     t->set_data(std::string(reinterpret_cast<const char*>(&value), sizeof value));
   };
   for (int l = assignment_->layer_begin(); l < assignment_->layer_end(); ++l) {
-    const float value = static_cast<float>(1000 * step_ + l);
+    const float value = static_cast<float>(1000 * step + l);
     add(std::to_string(l) + ".weight", value);
-    if (request->optimizer_state()) add(std::to_string(l) + ".weight#momentum_buffer", value);
+    if (optimizer_state) add(std::to_string(l) + ".weight#momentum_buffer", value);
+  }
+  return out;
+}
+
+void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment) {
+  if (assignment.rank() != 0 || assignment.backup_every() <= 0 || step % assignment.backup_every() != 0) return;
+  v1::StageWeights state;
+  {
+    std::lock_guard lock(mutex_);
+    own_backups_.push_back(step);
+    while (own_backups_.size() > 3) own_backups_.pop_front();
+    if (assignment.backup_to().address().empty()) return;
+    state = weightsAt(step, true);
+    if (!backup_stub_) {
+      backup_stub_ = v1::Worker::NewStub(
+          grpc::CreateChannel(assignment.backup_to().address(), grpc::InsecureChannelCredentials()));
+    }
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::StoreBackupReply reply;
+  backup_stub_->StoreBackup(&context, state, &reply);  // a neighbour that is gone keeps nothing
+}
+
+grpc::Status FakeWorker::StoreBackup(grpc::ServerContext*, const v1::StageWeights* state, v1::StoreBackupReply*) {
+  std::lock_guard lock(mutex_);
+  if (!assignment_ || state->job() != assignment_->job()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "a backup for another job");
+  }
+  held_backups_.push_back(*state);
+  while (held_backups_.size() > 2) held_backups_.pop_front();
+  ++backups_held_;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request,
+                                     v1::BackupList* reply) {
+  std::lock_guard lock(mutex_);
+  if (!assignment_ || (!request->job().empty() && request->job() != assignment_->job())) return grpc::Status::OK;
+  for (std::int64_t step : own_backups_) {
+    v1::BackupRef* ref = reply->add_backups();
+    ref->set_job(assignment_->job());
+    ref->set_layer_begin(assignment_->layer_begin());
+    ref->set_layer_end(assignment_->layer_end());
+    ref->set_step(step);
+  }
+  for (const auto& held : held_backups_) {
+    v1::BackupRef* ref = reply->add_backups();
+    ref->set_job(held.job());
+    ref->set_layer_begin(held.layer_begin());
+    ref->set_layer_end(held.layer_end());
+    ref->set_step(held.step());
+    ref->set_held_for("neighbour");
   }
   return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::GetBackup(grpc::ServerContext*, const v1::BackupRef* ref, v1::StageWeights* reply) {
+  std::lock_guard lock(mutex_);
+  if (assignment_ && ref->job() == assignment_->job() && ref->layer_begin() == assignment_->layer_begin() &&
+      ref->layer_end() == assignment_->layer_end() &&
+      std::find(own_backups_.begin(), own_backups_.end(), ref->step()) != own_backups_.end()) {
+    *reply = weightsAt(ref->step(), true);
+    return grpc::Status::OK;
+  }
+  for (const auto& held : held_backups_) {
+    if (held.job() == ref->job() && held.layer_begin() == ref->layer_begin() && held.layer_end() == ref->layer_end() &&
+        held.step() == ref->step()) {
+      *reply = held;
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such backup");
+}
+
+int FakeWorker::backupsHeld() const {
+  std::lock_guard lock(mutex_);
+  return backups_held_;
 }
 
 grpc::Status FakeWorker::SetWeights(grpc::ServerContext*, const v1::StageWeights* weights, v1::SetWeightsReply*) {

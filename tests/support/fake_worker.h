@@ -63,6 +63,12 @@ class FakeWorker final : public v1::Worker::Service {
   /// "<layer>.weight#momentum_buffer" with the optimizer's state), at the step it reached.
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights*) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights*, v1::SetWeightsReply*) override;
+  /// Backups as a worker keeps them: rank 0 keeps its last 3 states (the weights
+  /// GetWeights would give at that step) and sends each to backup_to; up to 2 of a
+  /// neighbour's are held. Deploy forgets them.
+  grpc::Status StoreBackup(grpc::ServerContext*, const v1::StageWeights*, v1::StoreBackupReply*) override;
+  grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest*, v1::BackupList*) override;
+  grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef*, v1::StageWeights*) override;
 
   void setAddress(std::string address) { address_ = std::move(address); }
   /// Ends every Telemetry call, for a server shutting down.
@@ -73,12 +79,17 @@ class FakeWorker final : public v1::Worker::Service {
   int stops() const;
   int profiles() const;
   int weightRequests() const;
+  /// States held for neighbours (StoreBackup calls taken).
+  int backupsHeld() const;
   std::int64_t step() const { return step_; }
 
  private:
   void train(std::int64_t first, std::int64_t last);
   void publish(const v1::TelemetryEvent& event);
   void finishTraining();
+  /// The fake's weights of its stage at `step`; the caller holds mutex_.
+  v1::StageWeights weightsAt(std::int64_t step, bool optimizer_state) const;
+  void backUp(std::int64_t step, const v1::StageAssignment& assignment);
 
   FakeWorkerScript script_;
   std::string address_;
@@ -96,6 +107,10 @@ class FakeWorker final : public v1::Worker::Service {
   int stops_ = 0;
   int profiles_ = 0;
   int weight_requests_ = 0;
+  std::deque<std::int64_t> own_backups_;      // steps, oldest first
+  std::deque<v1::StageWeights> held_backups_;  // a neighbour's, oldest first
+  int backups_held_ = 0;
+  std::unique_ptr<v1::Worker::Stub> backup_stub_;
 };
 
 /// A FakeWorker served on 127.0.0.1:`port` (0: a free one).

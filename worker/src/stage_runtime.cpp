@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "backup_store.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stage_group.h"
@@ -53,6 +54,8 @@ struct StageRuntime::Impl {
   std::atomic<bool> stop{false};
   std::mutex outbox_mutex;
   PeerOutbox* outbox = nullptr;  // of the run in progress
+  std::int64_t backup_every = 0;  // rank 0: keep and ship the state after every n-th step
+  v1::Member backup_to;
 
   // Per iteration.
   Clock::time_point iteration_start;
@@ -112,6 +115,31 @@ struct StageRuntime::Impl {
           toProto(tensor.narrow(0, peer.sample_begin - layout.sample_begin, peer.samples).detach().contiguous());
       outbox.send(peer.peer, peer.address, std::move(message));
     }
+  }
+
+  /// Parameters, buffers and (optionally) the optimizer's state at this step; the caller
+  /// holds module_mutex.
+  v1::StageWeights state(bool optimizer_state) {
+    v1::StageWeights w = getWeights(module);
+    if (optimizer_state) {
+      for (auto& t : optimizerState(*optimizer, module)) *w.add_tensors() = std::move(t);
+    }
+    w.set_layer_begin(layout.layer_begin);
+    w.set_layer_end(layout.layer_end);
+    w.set_step(step);
+    w.set_job(layout.job);
+    return w;
+  }
+
+  /// After a step: on a backup step, the stage's state is kept here and offered to the
+  /// neighbour; only the copy is on the critical path, the sending is not.
+  void backUp() {
+    if (backup_every <= 0 || layout.rank != 0 || !env.backups || step % backup_every != 0) return;
+    const auto start = Clock::now();
+    auto copy = std::make_shared<const v1::StageWeights>(state(true));
+    env.backups->keep(copy);
+    if (env.backup_sender && !backup_to.address().empty()) env.backup_sender->offer(std::move(copy), backup_to.address());
+    event(-1, "backup", backup_to.name(), start, Clock::now());
   }
 
   void allReduceGradients() {
@@ -211,8 +239,9 @@ struct StageRuntime::Impl {
     for (const auto& r : outbox.takeRecords()) {
       event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
     }
-    const auto end = Clock::now();
     step = s + 1;
+    backUp();
+    const auto end = Clock::now();
 
     const double iteration_ms = msBetween(iteration_start, end);
     const int samples = layout.samples * layout.microbatches;
@@ -241,6 +270,8 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
   d.layout = std::move(layout);
   d.env = std::move(env);
   d.step = assignment.start_step();
+  d.backup_every = assignment.backup_every();
+  d.backup_to = assignment.backup_to();
   d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed());
   d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
   if (assignment.has_weights()) setWeights(assignment.weights());
@@ -302,14 +333,7 @@ void StageRuntime::requestStop() {
 
 v1::StageWeights StageRuntime::weights(bool optimizer_state) {
   std::lock_guard lock(impl_->module_mutex);
-  v1::StageWeights w = getWeights(impl_->module);
-  if (optimizer_state) {
-    for (auto& t : optimizerState(*impl_->optimizer, impl_->module)) *w.add_tensors() = std::move(t);
-  }
-  w.set_layer_begin(impl_->layout.layer_begin);
-  w.set_layer_end(impl_->layout.layer_end);
-  w.set_step(impl_->step);
-  return w;
+  return impl_->state(optimizer_state);
 }
 
 void StageRuntime::setWeights(const v1::StageWeights& weights) {

@@ -14,6 +14,8 @@
 
 namespace stagecraft::worker {
 
+class BackupSender;
+class BackupStore;
 class PeerInbox;
 class TelemetryHub;
 
@@ -26,6 +28,8 @@ struct RuntimeEnv {
   std::chrono::milliseconds peer_timeout{30000};
   PeerInbox* inbox = nullptr;            ///< where peers' slices for this stage arrive
   TelemetryHub* telemetry = nullptr;     ///< where iteration reports go
+  BackupStore* backups = nullptr;        ///< where a rank-0 member keeps its stage's states
+  BackupSender* backup_sender = nullptr; ///< ships them to the assignment's backup_to
 };
 
 class StageRuntime {

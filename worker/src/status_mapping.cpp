@@ -13,6 +13,7 @@ struct CodeMapping {
 constexpr CodeMapping kCodes[] = {
     {ErrorCode::InvalidArgument, grpc::StatusCode::INVALID_ARGUMENT},
     {ErrorCode::FailedPrecondition, grpc::StatusCode::FAILED_PRECONDITION},
+    {ErrorCode::NotFound, grpc::StatusCode::NOT_FOUND},
     {ErrorCode::ResourceExhausted, grpc::StatusCode::RESOURCE_EXHAUSTED},
     {ErrorCode::Unavailable, grpc::StatusCode::UNAVAILABLE},
     {ErrorCode::DeadlineExceeded, grpc::StatusCode::DEADLINE_EXCEEDED},

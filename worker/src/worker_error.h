@@ -11,6 +11,7 @@ enum class ErrorCode {
   Invalid = 0,
   InvalidArgument,     ///< a bad assignment, tensor or request
   FailedPrecondition,  ///< not deployed yet, already training, wrong job
+  NotFound,            ///< a backup that is not held
   ResourceExhausted,   ///< the stage does not fit the worker's memory
   Unavailable,         ///< a peer cannot be reached
   DeadlineExceeded,    ///< a peer did not deliver in time

@@ -46,7 +46,8 @@ std::string machineId() {
 
 }  // namespace
 
-WorkerNode::WorkerNode(WorkerOptions options) : options_(std::move(options)), hub_(options_.name) {
+WorkerNode::WorkerNode(WorkerOptions options)
+    : options_(std::move(options)), hub_(options_.name), backup_sender_(options_.name) {
   configureTorchThreads(options_.threads);
   // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
   // which fight each other (and LibTorch's threads) under a CPU quota.
@@ -192,6 +193,9 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
     job_.clear();
   }
   inbox_.open(assignment.job());
+  // Whatever states were kept for the last deployment, the coordinator fetched them before
+  // deploying this one.
+  backups_.keepOnly("");
   RuntimeEnv env;
   env.worker = options_.name;
   env.own_host = hostOf(assignment.group(layout.rank).address());
@@ -201,6 +205,8 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
   env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));
   env.inbox = &inbox_;
   env.telemetry = &hub_;
+  env.backups = &backups_;
+  env.backup_sender = &backup_sender_;
   v1::DeployReply reply;
   reply.set_memory_mb(layout.memory_bytes / (1024.0 * 1024.0));
   reply.set_parameters(static_cast<std::int64_t>(layout.parameters));
@@ -306,6 +312,28 @@ void WorkerNode::setWeights(const v1::StageWeights& weights) {
 }
 
 void WorkerNode::receive(v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); }
+
+void WorkerNode::holdBackup(v1::StageWeights state, const std::string& sender) {
+  {
+    std::lock_guard lock(mutex_);
+    if (state.job() != job_) {
+      throw WorkerError(ErrorCode::FailedPrecondition,
+                        "a backup for job '" + state.job() + "' (job '" + job_ + "' is deployed here)");
+    }
+  }
+  backups_.hold(std::make_shared<const v1::StageWeights>(std::move(state)), sender);
+}
+
+v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) const {
+  StateCopy state = backups_.find(ref);
+  if (!state) {
+    throw WorkerError(ErrorCode::NotFound, "no backup of job '" + ref.job() + "' layers [" +
+                                               std::to_string(ref.layer_begin()) + ", " +
+                                               std::to_string(ref.layer_end()) + ") at step " +
+                                               std::to_string(ref.step()) + " is held here");
+  }
+  return *state;
+}
 
 void WorkerNode::shutdown() {
   {

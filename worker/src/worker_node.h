@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "backup_store.h"
 #include "blas_probe.h"
 #include "peer_inbox.h"
 #include "stagecraft/v1/worker.pb.h"
@@ -47,6 +48,12 @@ class WorkerNode {
   void setWeights(const v1::StageWeights& weights);
   /// A peer's slice (Push).
   void receive(v1::PeerTensor tensor);
+  /// A neighbour's stage state (StoreBackup). Throws FailedPrecondition for a job other
+  /// than the one deployed here.
+  void holdBackup(v1::StageWeights state, const std::string& sender);
+  std::vector<v1::BackupRef> backups(const std::string& job) const { return backups_.list(job); }
+  /// Throws NotFound when the state is not held.
+  v1::StageWeights backup(const v1::BackupRef& ref) const;
 
   TelemetryHub& telemetry() { return hub_; }
   /// A coordinator called (Start, Stop, Deploy, Heartbeat, weights, a Telemetry stream
@@ -73,6 +80,8 @@ class WorkerNode {
   double memory_limit_mb_ = 0;
   TelemetryHub hub_;
   PeerInbox inbox_;
+  BackupStore backups_;
+  BackupSender backup_sender_;
 
   std::mutex control_mutex_;  // serialises Deploy / Start / Stop / SetWeights
   mutable std::mutex mutex_;  // guards the fields below

@@ -73,4 +73,27 @@ grpc::Status WorkerService::Push(grpc::ServerContext*, grpc::ServerReader<v1::Pe
   });
 }
 
+grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
+                                        v1::StoreBackupReply*) {
+  std::string sender;
+  const auto& metadata = context->client_metadata();
+  if (const auto it = metadata.find("stagecraft-sender"); it != metadata.end()) {
+    sender.assign(it->second.data(), it->second.size());
+  }
+  return guarded([&] { node_.holdBackup(*request, sender); });
+}
+
+grpc::Status WorkerService::ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request,
+                                        v1::BackupList* reply) {
+  node_.touch();
+  return guarded([&] {
+    for (auto& ref : node_.backups(request->job())) *reply->add_backups() = std::move(ref);
+  });
+}
+
+grpc::Status WorkerService::GetBackup(grpc::ServerContext*, const v1::BackupRef* request, v1::StageWeights* reply) {
+  node_.touch();
+  return guarded([&] { *reply = node_.backup(*request); });
+}
+
 }  // namespace stagecraft::worker

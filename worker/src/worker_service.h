@@ -24,6 +24,10 @@ class WorkerService final : public v1::Worker::Service {
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) override;
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<v1::PeerTensor>* reader,
                     v1::PushReply*) override;
+  grpc::Status StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
+                           v1::StoreBackupReply*) override;
+  grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request, v1::BackupList* reply) override;
+  grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef* request, v1::StageWeights* reply) override;
 
  private:
   WorkerNode& node_;

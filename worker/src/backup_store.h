@@ -1,0 +1,89 @@
+#pragma once
+// Backups of stage state, kept off the pipeline's critical path. A stage's rank-0 member
+// keeps its last few states (one per backup step) and hands the newest to a sender thread
+// that ships it to a neighbour worker, which holds the last few it received. After a loss
+// the coordinator finds a step every stage still has somewhere and replays from it.
+// Torch-free.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "stagecraft/v1/worker.pb.h"
+
+namespace stagecraft::worker {
+
+using StateCopy = std::shared_ptr<const v1::StageWeights>;
+
+class BackupStore {
+ public:
+  /// Own states kept per stage: the stages of a pipeline stop at most one step apart, and
+  /// a neighbour's copy may lag one step behind its sender, so three cover every case.
+  static constexpr std::size_t kOwnCopies = 3;
+  /// A neighbour's states held per stage: the newest and the one before it.
+  static constexpr std::size_t kHeldCopies = 2;
+
+  /// This worker's stage state (job, layer range and step set). Forgets other jobs.
+  void keep(StateCopy state);
+  /// A neighbour's stage state, from worker `sender`. Throws WorkerError(InvalidArgument)
+  /// without a job or with an empty layer range.
+  void hold(StateCopy state, const std::string& sender);
+  /// What is held for `job` (every job when empty), own states first, newest first.
+  std::vector<v1::BackupRef> list(const std::string& job) const;
+  /// The state `ref` names (job, layer range, step), own or held; null when not held.
+  StateCopy find(const v1::BackupRef& ref) const;
+  /// Forgets every state of a job other than `job` (a new deployment).
+  void keepOnly(const std::string& job);
+  /// Bytes of tensor data held, own and neighbours'.
+  std::int64_t bytes() const;
+
+ private:
+  using Key = std::tuple<std::string, int, int>;  // job, layer_begin, layer_end
+  struct Held {
+    std::string sender;
+    std::deque<StateCopy> states;  // oldest first
+  };
+  mutable std::mutex mutex_;
+  std::map<Key, std::deque<StateCopy>> own_;
+  std::map<Key, Held> held_;
+};
+
+/// Ships the newest state it is offered to a worker's StoreBackup on its own thread: a
+/// state offered while another is on the wire replaces the one waiting, so a slow link
+/// skips steps instead of queueing them or holding up training.
+class BackupSender {
+ public:
+  explicit BackupSender(std::string sender_name);
+  ~BackupSender();
+  BackupSender(const BackupSender&) = delete;
+  BackupSender& operator=(const BackupSender&) = delete;
+
+  void offer(StateCopy state, const std::string& address);
+  /// The last send's failure ("" after a success), for Describe and logs.
+  std::string lastError() const;
+  /// Steps shipped so far.
+  std::int64_t sent() const;
+
+ private:
+  void run();
+
+  std::string sender_name_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  StateCopy pending_;
+  std::string pending_address_;
+  bool closing_ = false;
+  std::string last_error_;
+  std::int64_t sent_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace stagecraft::worker
