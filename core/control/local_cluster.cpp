@@ -176,7 +176,9 @@ std::string findWorkerBinary(const std::string& explicit_path, const std::string
   std::vector<fs::path> looked;
   if (!cli_path.empty()) {
     const fs::path dir = fs::path(cli_path).parent_path();
-    for (const fs::path& candidate : {dir / ".." / ".." / "worker" / "src" / kWorkerName, dir / kWorkerName}) {
+    // build/app/cli/stagecraft-cli, build/bench/bench_*, or installed side by side.
+    for (const fs::path& candidate : {dir / ".." / ".." / "worker" / "src" / kWorkerName,
+                                      dir / ".." / "worker" / "src" / kWorkerName, dir / kWorkerName}) {
       const fs::path normal = candidate.lexically_normal();
       if (isExecutableFile(normal)) return normal.string();
       looked.push_back(normal);

@@ -24,7 +24,8 @@ std::string defaultStateDirectory();
 std::string stateFilePath(const std::string& cluster_name, const std::string& state_directory = {});
 
 /// The stagecraft-worker to start: `explicit_path` when given, else $STAGECRAFT_WORKER,
-/// else next to `cli_path` (../../worker/src/stagecraft-worker in a build tree, the same
+/// else next to `cli_path` (../../worker/src/stagecraft-worker from build/app/cli, or
+/// ../worker/src/stagecraft-worker from build/bench, in a build tree; the same
 /// folder once installed), else the PATH. Throws Error saying where it looked.
 std::string findWorkerBinary(const std::string& explicit_path, const std::string& cli_path);
 
