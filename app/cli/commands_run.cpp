@@ -85,6 +85,10 @@ int runRun(std::span<const std::string> args) {
       .flag("elastic",
             "every 5 s, ask the cluster's devices the plan does not use; when some answer (a worker started "
             "or back) and a plan with them is predicted at least 10% faster, re-plan onto them")
+      .flag("auto-replan",
+            "when a device has been slower than the plan expected (relative to the others, by more than 25%) "
+            "for 5 steps and a re-plan is predicted at least 10% faster, re-plan at the next step boundary "
+            "(without it, such a straggler is only reported on stderr)")
       .option("replan-every", "N", "re-plan every N steps over the devices that answer (0: never; SIGHUP re-plans once)",
               "0")
       .option("timeline", "FILE",
@@ -200,6 +204,7 @@ int runRun(std::span<const std::string> args) {
   control::RunSettings settings;
   settings.recover = !parsed.flag("no-recover");
   settings.elastic = parsed.flag("elastic");
+  settings.auto_replan = parsed.flag("auto-replan");
   settings.backup_every = parsed.nonNegativeInt("backup-every");
   if (!from_file) settings.planner = parsed.value("planner");
   if (parsed.has("checkpoint-dir") || resuming) {
@@ -351,6 +356,10 @@ int runRun(std::span<const std::string> args) {
       progress.finish();
       printRecovery(r, run.plan(), model, run.deployedCluster(), std::cerr);
     };
+    events.on_straggler = [&](const control::StragglerNotice& n) {
+      progress.finish();
+      printStraggler(n, std::cerr);
+    };
     result = run.train(steps, events, &g_interrupted);
   }
   if (parsed.has("timeline")) writeTimeline(parsed.value("timeline"), predicted, result.steps, measured, cluster);
@@ -429,10 +438,11 @@ int runRun(std::span<const std::string> args) {
   }
   for (const control::Recovery& r : result.recoveries) {
     std::cout << "  "
-              << (r.kind == control::RecoveryKind::Manual   ? std::string("re-planned")
-                  : r.kind == control::RecoveryKind::Joined ? r.device + " joined, re-planned"
-                                                            : "recovered from " + r.device + " " +
-                                                                  std::string(control::recoveryKindName(r.kind)))
+              << (r.kind == control::RecoveryKind::Manual      ? std::string("re-planned")
+                  : r.kind == control::RecoveryKind::Joined    ? r.device + " joined, re-planned"
+                  : r.kind == control::RecoveryKind::Straggler ? "re-planned around " + r.device + " (a straggler)"
+                                                               : "recovered from " + r.device + " " +
+                                                                     std::string(control::recoveryKindName(r.kind)))
               << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
               << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
   }

@@ -153,9 +153,25 @@ void printFailureNotice(const control::Recovery& r, std::ostream& out) {
   if (!r.reason.empty()) out << "  (" << r.reason << ")\n";
 }
 
+void printStraggler(const control::StragglerNotice& n, std::ostream& out) {
+  out << "after step " << n.step << ": " << n.device << " computes " << percent(n.slower_by - 1)
+      << " slower than the plan expects, next to the other devices; ";
+  if (n.gain <= 0) {
+    out << "no other plan was found\n";
+  } else if (n.applying) {
+    out << "re-planning, predicted " << fixed(n.gain, 2) << "x faster\n";
+  } else {
+    out << "a re-plan is predicted " << fixed(n.gain, 2) << "x faster (--auto-replan applies such re-plans; SIGHUP "
+        << "re-plans now)\n";
+  }
+}
+
 void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                    std::ostream& out) {
-  if (r.kind == control::RecoveryKind::Manual) {
+  if (r.kind == control::RecoveryKind::Straggler) {
+    out << "re-planned around " << r.device << " at step " << r.step << " in " << fixed(r.recovered_ms / 1000.0, 2)
+        << " s: ";
+  } else if (r.kind == control::RecoveryKind::Manual) {
     out << "re-planned at step " << r.step << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s: ";
   } else if (r.kind == control::RecoveryKind::Joined) {
     out << r.device << " joined at step " << r.step << ", re-planned in " << fixed(r.recovered_ms / 1000.0, 2)

@@ -148,6 +148,9 @@ void printCalibration(const Calibration& c, std::int64_t step, double predicted_
 void printStages(const Plan& plan, const ModelSpec& model, const Cluster& cluster, std::ostream& out);
 /// A device was lost: what the run does about it.
 void printFailureNotice(const control::Recovery& r, std::ostream& out);
+/// "after step N: D has been 38% slower than planned for 5 steps; a re-plan is predicted
+/// 1.30x faster (re-planning / --auto-replan applies it, SIGHUP re-plans now)".
+void printStraggler(const control::StragglerNotice& n, std::ostream& out);
 /// The run goes on after a recovery or a re-plan: how long it took and the plan now.
 void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                    std::ostream& out);

@@ -119,22 +119,13 @@ std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelS
       assignment.set_rank(rank);
       if (rank == 0 && options.backup_every > 0) {
         assignment.set_backup_every(options.backup_every);
-        const int target = backupTarget(plan, s);
+        const int target = plan.backupTarget(s);
         if (target >= 0) *assignment.mutable_backup_to() = member(cluster, DeviceShare{target, 0});
       }
       out.push_back(std::move(assignment));
     }
   }
   return out;
-}
-
-int backupTarget(const Plan& plan, int stage) {
-  const int sender = plan.stages.at(stage).members.front().device;
-  const Stage& next = plan.stages[(stage + 1) % plan.stageCount()];
-  for (const DeviceShare& m : next.members) {
-    if (m.device != sender) return m.device;
-  }
-  return -1;
 }
 
 Cluster withAddresses(const Cluster& cluster, std::span<const std::pair<std::string, std::string>> addresses) {

@@ -47,14 +47,9 @@ void checkTrainingOptions(const TrainingOptions& options);
 /// stage, in member order (which is also each member's rank and the order of samples in
 /// a micro-batch). Stage s's group meets at the c10d store `host of its rank-0 member :
 /// store_ports[s]`. Each rank-0 member is told where its backups go (see backup_every;
-/// backupTarget). Throws Error when a member's device has no usable address.
+/// Plan::backupTarget). Throws Error when a member's device has no usable address.
 std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                                                   const TrainingOptions& options, std::span<const int> store_ports);
-
-/// The device stage `stage`'s rank-0 member sends its backups to: the first member of the
-/// next stage (the last stage's go to the first), or, when that is the sender itself (a
-/// one-stage plan), the stage's second member; -1 when there is none (one device).
-int backupTarget(const Plan& plan, int stage);
 
 /// `cluster` with the addresses of the named devices replaced.
 Cluster withAddresses(const Cluster& cluster, std::span<const std::pair<std::string, std::string>> addresses);

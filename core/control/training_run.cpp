@@ -37,12 +37,6 @@ std::string_view recoveryKindName(RecoveryKind kind) {
   return "unknown";
 }
 
-struct TrainingRun::Deployed {
-  Plan plan;
-  std::shared_ptr<const Cluster> cluster;
-  std::unique_ptr<Coordinator> coordinator;
-};
-
 TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, TrainingOptions options,
                          CoordinatorOptions coordinator, RunSettings settings)
     : cluster_(std::make_shared<const Cluster>(std::move(cluster))),
@@ -86,6 +80,7 @@ void TrainingRun::setProfiles(const v1::ProfileSet& profiles) {
 
 CostModel TrainingRun::costModel(const Cluster& over, bool calibrated) const {
   CostModel cost(*model_, over, optimizer_);
+  if (settings_.backup_every > 0) cost.setBackups(kOwnBackups, kHeldBackups);
   if (profiles_) {
     v1::ProfileSet mine;
     for (const auto& p : profiles_->devices()) {
@@ -129,7 +124,9 @@ void TrainingRun::install(const Plan& plan, std::shared_ptr<const Cluster> over,
     options.start_step = backup_step_;
     coordinator->deploy(plan, *model_, options);
   }
-  deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator)});
+  deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator), std::nullopt});
+  deployed_->expected.emplace(costModel(*deployed_->cluster));
+  stragglers_ = StragglerWatch(settings_.straggler);
   step_ = weights ? weights->step : backup_step_;
   latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
   // A new plan has a step time of its own (slower without a lost fast device, and its
@@ -383,51 +380,6 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   return rec;
 }
 
-std::optional<ReplanRequest> TrainingRun::joinCandidate() {
-  // Asked at a step boundary, so briefly: a device that does not answer in half a second
-  // is not joining.
-  const std::vector<WorkerProbe> probes =
-      coordinator_->probe(std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
-  const Cluster& current = *deployed_->cluster;
-  const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
-  std::vector<std::string> names, joining;
-  for (int d = 0; d < cluster_->size(); ++d) {
-    const std::string& name = cluster_->device(d).name;
-    const auto at = current.find(name);
-    if (at && stage_of[*at] >= 0) {
-      names.push_back(name);
-    } else if (probes[d].reachable && probes[d].info.state() != "training") {
-      names.push_back(name);
-      joining.push_back(name);
-    }
-  }
-  if (joining.empty()) return std::nullopt;
-  const std::string key = joinNames(joining);
-  if (key == rejected_joins_) return std::nullopt;  // nothing new since the last look
-  updateFactors();
-  const Cluster over = restrictCluster(*cluster_, names);
-  std::optional<ReplanRequest> request;
-  try {
-    Plan next = planOver(over, "joining " + key);
-    const double next_ms = simulate(next, costModel(over)).iteration_ms;
-    const double now_ms = simulate(deployed_->plan, costModel(current)).iteration_ms;
-    bool uses_them = false;
-    for (const Stage& stage : next.stages) {
-      for (const DeviceShare& m : stage.members) {
-        const std::string& name = over.device(m.device).name;
-        uses_them = uses_them || std::find(joining.begin(), joining.end(), name) != joining.end();
-      }
-    }
-    if (uses_them && next_ms * settings_.replan_gain < now_ms) {
-      request = ReplanRequest{std::move(next), over, RecoveryKind::Joined, key};
-    }
-  } catch (const Error&) {
-    // No plan with them: as if no gain.
-  }
-  rejected_joins_ = request ? std::string() : key;
-  return request;
-}
-
 Recovery TrainingRun::replanNow(const ReplanRequest& request) {
   if (!deployed_) throw Error("nothing is deployed to re-plan");
   RunResult scratch;
@@ -460,6 +412,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       pending.reset();
     }
     if (events.on_step) events.on_step(s);
+    if (step_ < target) watchStragglers(events);
   };
   callbacks.on_log = [&](const std::string& worker, const std::string& text) {
     if (events.on_log) events.on_log(worker, text);

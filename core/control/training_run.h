@@ -20,6 +20,7 @@
 #include "cluster/cluster.h"
 #include "control/coordinator.h"
 #include "control/replan.h"
+#include "control/stragglers.h"
 #include "cost/cost_model.h"
 #include "model/model_spec.h"
 #include "plan/plan.h"
@@ -84,6 +85,26 @@ struct RunSettings {
   /// `replan_gain` times faster, re-plan onto them (a Joined recovery).
   bool elastic = false;
   std::chrono::milliseconds join_check{5000};
+  /// Stragglers: a device whose compute is slower than the deployed plan expected, relative
+  /// to the other devices, by more than straggler.slower_by for straggler.steps steps is
+  /// reported (RunEvents::on_straggler) with the gain a re-plan over the deployed devices
+  /// is predicted to bring; with auto_replan the run re-plans when that gain is at least
+  /// replan_gain (a Straggler recovery).
+  StragglerRule straggler;
+  bool auto_replan = false;
+};
+
+/// A device slower than its plan expected (see RunSettings::straggler).
+struct StragglerNotice {
+  std::string device;      ///< several: comma-separated
+  double slower_by = 0;    ///< the slowest one's compute over the plan's expectation, relative to the others
+  std::int64_t step = 0;
+  /// The current plan's predicted iteration time over a fresh plan's, both under the speeds
+  /// measured now; 0 when no plan was found. The fresh plan and its cluster, for a re-plan.
+  double gain = 0;
+  std::optional<Plan> plan;
+  std::optional<Cluster> cluster;
+  bool applying = false;   ///< auto_replan: the run re-plans at the next step boundary
 };
 
 /// Callbacks, all on the thread that calls TrainingRun::train().
@@ -99,6 +120,7 @@ struct RunEvents {
   std::function<void(const Recovery&)> on_failure;
   /// A recovery or re-plan completed its first step; `recovered_ms` is filled.
   std::function<void(const Recovery&)> on_recovery;
+  std::function<void(const StragglerNotice&)> on_straggler;
 };
 
 /// What train() ends with.
@@ -146,8 +168,9 @@ class TrainingRun {
   void profile(std::span<const int> micro_batches, int repeats = 3, const Coordinator::ProfileProgress& progress = {});
   /// Profiles measured elsewhere (a file), for the devices the profile set names.
   void setProfiles(const v1::ProfileSet& profiles);
-  /// The cost model of `over` (cluster() or a narrower one): the profiles for its devices
-  /// and (with `calibrated`) the compute factors measured so far. Holds references to
+  /// The cost model of `over` (cluster() or a narrower one): the profiles for its devices,
+  /// the backups' memory (with backups) and (with `calibrated`) the compute factors
+  /// measured so far. Holds references to
   /// `over` and model().
   CostModel costModel(const Cluster& over, bool calibrated = true) const;
 
@@ -203,6 +226,9 @@ class TrainingRun {
   Plan planOver(const Cluster& over, const std::string& why) const;
   /// Devices that answer and are not deployed, when a plan with them is clearly faster.
   std::optional<ReplanRequest> joinCandidate();
+  /// After each step: reports stragglers (and with auto_replan asks for a re-plan, applied
+  /// at the end of the segment).
+  void watchStragglers(const RunEvents& events);
 
   std::shared_ptr<const Cluster> cluster_;
   std::shared_ptr<const ModelSpec> model_;
@@ -228,10 +254,20 @@ class TrainingRun {
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
 
   std::string rejected_joins_;  // the last set of joining devices that brought no gain
+  StragglerWatch stragglers_;
 
   std::mutex requests_mutex_;
   bool stop_requested_ = false;
   std::optional<ReplanRequest> replan_requested_;
+};
+
+/// The deployment a TrainingRun trains (its own: defined here for the files that implement
+/// TrainingRun).
+struct TrainingRun::Deployed {
+  Plan plan;
+  std::shared_ptr<const Cluster> cluster;
+  std::unique_ptr<Coordinator> coordinator;
+  std::optional<CostModel> expected;  // what the plan was deployed under, for stragglers
 };
 
 }  // namespace stagecraft::control

@@ -172,7 +172,29 @@ double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
 
 double CostModel::stateBytes(int begin, int end) const {
   const double copies = 2.0 + (optimizer_ == Optimizer::Adam ? 2.0 : 1.0);
+  return model_->parameters(begin, end) * kFloatBytes * copies + own_backups_ * backupBytes(begin, end);
+}
+
+void CostModel::setBackups(int own, int held) {
+  if (own < 0 || held < 0) throw Error("backup copies cannot be negative");
+  own_backups_ = own;
+  held_backups_ = held;
+}
+
+double CostModel::backupBytes(int begin, int end) const {
+  const double copies = 1.0 + (optimizer_ == Optimizer::Adam ? 2.0 : 1.0);
   return model_->parameters(begin, end) * kFloatBytes * copies;
+}
+
+double CostModel::heldBackupBytes(const Plan& plan, int d) const {
+  if (held_backups_ == 0) return 0;
+  double bytes = 0;
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    if (plan.backupTarget(s) == d) {
+      bytes += held_backups_ * backupBytes(plan.stages[s].layer_begin, plan.stages[s].layer_end);
+    }
+  }
+  return bytes;
 }
 
 double CostModel::activationBytes(int begin, int end, int samples, int in_flight) const {
@@ -241,7 +263,8 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
       t.forward_ms = std::max(t.forward_ms, cost.forwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
       t.backward_ms = std::max(t.backward_ms, cost.backwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
       t.update_ms = std::max(t.update_ms, cost.updateMs(m.device, st.layer_begin, st.layer_end));
-      const double bytes = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s));
+      const double bytes = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s)) +
+                           cost.heldBackupBytes(plan, m.device);
       e.memory_bytes[m.device] = bytes;
       if (bytes > cost.memoryLimitBytes(m.device)) e.fits = false;
     }

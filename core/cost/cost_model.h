@@ -22,6 +22,13 @@ struct Transfer {
 /// order; this lists which overlaps move between the groups of stages `from` and `to`.
 std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to);
 
+/// The backups a worker keeps (stagecraft-worker's BackupStore): the last kOwnBackups states
+/// of its own stage (the stages of a pipeline stop at most a step apart, and a neighbour's
+/// copy may lag a step behind its sender, so three cover every case), and the last
+/// kHeldBackups of the stage that sends it its backups.
+constexpr int kOwnBackups = 3;
+constexpr int kHeldBackups = 2;
+
 /// How long things take and how much memory they need, for one model on one cluster.
 /// Compute time is FLOPs / effective speed, or a measured per-layer profile when one is
 /// set for the device. Every planner, the estimate and the simulator use this one model.
@@ -78,8 +85,18 @@ class CostModel {
   double allReduceMs(std::span<const int> group, double bytes) const;
 
   /// Weights + gradients + optimizer state (1x momentum for SGD, 2x for Adam) of
-  /// layers [begin, end), in bytes.
+  /// layers [begin, end), plus the copies of its own stage a member keeps as backups
+  /// (setBackups), in bytes.
   double stateBytes(int begin, int end) const;
+  /// Backups a run keeps: `own` copies of each stage's weights and optimizer state on its
+  /// members, `held` copies on the device it sends them to (Plan::backupTarget). 0, 0 (no
+  /// backups) until set. Throws Error for a negative count.
+  void setBackups(int own, int held);
+  int heldBackups() const { return held_backups_; }
+  /// One copy of the weights and optimizer state of layers [begin, end), in bytes.
+  double backupBytes(int begin, int end) const;
+  /// What device `d` holds of the other stages' backups under `plan`, in bytes.
+  double heldBackupBytes(const Plan& plan, int d) const;
   /// Activations kept for backward by a member holding `samples` of each of `in_flight`
   /// micro-batches, in bytes.
   double activationBytes(int begin, int end, int samples, int in_flight) const;
@@ -116,6 +133,7 @@ class CostModel {
   Optimizer optimizer_;
   std::vector<std::optional<Profile>> profiles_;  // per device
   std::vector<double> factors_;                   // per device; empty: all 1
+  int own_backups_ = 0, held_backups_ = 0;
 };
 
 /// Per-stage times of one micro-batch under a plan (the slowest member for compute,

@@ -52,6 +52,14 @@ int Plan::inFlight(int s) const {
   return std::max(1, std::min(stageCount() - s, microbatches));
 }
 
+int Plan::backupTarget(int s) const {
+  const int sender = stages.at(s).members.empty() ? -1 : stages[s].members.front().device;
+  for (const DeviceShare& m : stages[(s + 1) % stageCount()].members) {
+    if (m.device != sender) return m.device;
+  }
+  return -1;
+}
+
 std::vector<int> Plan::stageOfDevice(int devices) const {
   std::vector<int> out(devices, -1);
   for (int s = 0; s < stageCount(); ++s) {

@@ -52,6 +52,10 @@ struct Plan {
   int inFlight(int s) const;
   /// Stage index of each cluster device (-1 when unused); `devices` is the cluster size.
   std::vector<int> stageOfDevice(int devices) const;
+  /// The device stage `s`'s rank-0 member sends its backups to: the next stage's first
+  /// member (the last stage's go to the first), or, when that is the sender itself (one
+  /// stage), the stage's second member; -1 when there is none.
+  int backupTarget(int s) const;
 };
 
 }  // namespace stagecraft

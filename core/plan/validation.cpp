@@ -108,12 +108,14 @@ std::vector<std::string> validatePlan(const Plan& plan, const CostModel& cost) {
   for (int s = 0; s < plan.stageCount(); ++s) {
     const Stage& st = plan.stages[s];
     for (const auto& m : st.members) {
-      const double need = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s));
+      const double held = cost.heldBackupBytes(plan, m.device);
+      const double need = cost.memoryBytes(st.layer_begin, st.layer_end, m.samples, plan.inFlight(s)) + held;
       const double limit = cost.memoryLimitBytes(m.device);
       if (need > limit) {
         errors.push_back("device '" + cluster.device(m.device).name + "' needs " + mb(need) +
-                         " for stage " + std::to_string(s) + " but has " + mb(limit) +
-                         " (over by " + mb(need - limit) + ")");
+                         " for stage " + std::to_string(s) +
+                         (held > 0 ? " (" + mb(held) + " of it the previous stage's backups)" : std::string()) +
+                         " but has " + mb(limit) + " (over by " + mb(need - limit) + ")");
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include "cost/cost_model.h"
 #include "io/error.h"
+#include "plan/validation.h"
 #include "test_fixtures.h"
 
 namespace stagecraft {
@@ -47,6 +48,41 @@ TEST(CostModel, OptimizerStateCountsInMemory) {
   EXPECT_DOUBLE_EQ(CostModel(model, cluster, Optimizer::Adam).stateBytes(0, 1), 4e6 * 4);
   const CostModel cost(model, cluster);
   EXPECT_DOUBLE_EQ(cost.activationBytes(0, 1, 3, 2), model.savedBytes(0, 1) * 6);
+}
+
+TEST(CostModel, BackupsCountInMemoryWhereTheyAreKept) {
+  const ModelSpec model = uniformLinearModel(2, 1000);  // 1e6 parameters per layer
+  // 40 MB each: stage 0 alone (12 MB of state) fits; with 3 own copies of its weights and
+  // momentum (+24 MB) it still does; holding stage 1's 2 copies (+16 MB) as well it does not.
+  const Cluster cluster = makeCluster({1, 1}, 40 / 1.048576);
+  Plan plan;
+  plan.model = model.name();
+  plan.batch_size = 2;
+  plan.microbatches = 1;
+  plan.stages = {{0, 1, {{0, 2}}}, {1, 2, {{1, 2}}}};
+  CostModel cost(model, cluster, Optimizer::Sgd);
+  EXPECT_DOUBLE_EQ(cost.backupBytes(0, 1), 4e6 * 2);
+  EXPECT_DOUBLE_EQ(cost.heldBackupBytes(plan, 0), 0);
+  EXPECT_TRUE(validatePlan(plan, cost).empty());
+
+  cost.setBackups(kOwnBackups, kHeldBackups);
+  EXPECT_DOUBLE_EQ(cost.stateBytes(0, 1), 4e6 * 3 + 3 * 4e6 * 2);
+  // Stage 1 backs up to device 0 (the last stage's go to the first), stage 0 to device 1.
+  EXPECT_EQ(plan.backupTarget(0), 1);
+  EXPECT_EQ(plan.backupTarget(1), 0);
+  EXPECT_DOUBLE_EQ(cost.heldBackupBytes(plan, 0), 2 * 4e6 * 2);
+  const auto errors = validatePlan(plan, cost);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("previous stage's backups"), std::string::npos) << errors[0];
+  EXPECT_DOUBLE_EQ(estimatePlan(plan, cost).memory_bytes[0], cost.memoryBytes(0, 1, 2, 1) + 2 * 4e6 * 2);
+
+  // One stage of two members: the second holds the first's copies; one device holds none.
+  Plan one = plan;
+  one.stages = {{0, 2, {{0, 1}, {1, 1}}}};
+  EXPECT_EQ(one.backupTarget(0), 1);
+  one.stages = {{0, 2, {{0, 2}}}};
+  EXPECT_EQ(one.backupTarget(0), -1);
+  EXPECT_THROW(cost.setBackups(-1, 0), Error);
 }
 
 TEST(CostModel, SplitIsProportionalToSpeed) {

@@ -1,8 +1,10 @@
 // TrainingRun's sequencing against in-process FakeWorkers (no LibTorch): segments, a lost
-// device replayed from the backups its neighbour holds and counted once, an elastic join, stop and re-plan
-// requests at a step boundary.
+// device replayed from the backups its neighbour holds and counted once, an elastic join,
+// stragglers, stop and re-plan requests at a step boundary.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,7 +27,11 @@ struct Fakes {
   std::vector<int> ports;
   Cluster cluster = stagecraft::testing::makeCluster({1});
 
-  Fakes(int n, std::vector<int> later = {}) {
+  /// `script(i, s)` may change fake i's script before it starts.
+  std::function<void(int, FakeWorkerScript&)> script;
+
+  Fakes(int n, std::vector<int> later = {}, std::function<void(int, FakeWorkerScript&)> tweak = {})
+      : script(std::move(tweak)) {
     v1::Cluster proto = stagecraft::testing::makeCluster(std::vector<double>(n, 100)).toProto();
     ports = freeLoopbackPorts(n);
     servers.resize(n);
@@ -39,6 +45,7 @@ struct Fakes {
     FakeWorkerScript script;
     script.name = "d" + std::to_string(i);
     script.iteration_ms = 2;
+    if (this->script) this->script(i, script);
     servers[i] = std::make_unique<FakeWorkerServer>(script, ports[i]);
   }
 };
@@ -195,6 +202,69 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
   const RunResult more = run.train(at + 3);
   ASSERT_EQ(more.steps.size(), 3u);
   EXPECT_EQ(more.steps.front().step, at + 1);
+}
+
+}  // namespace
+}  // namespace stagecraft::control
+
+namespace stagecraft::control {
+namespace {
+
+/// Two fakes; d1's compute takes three times as long from step 40 on.
+Fakes slowingFakes() {
+  return Fakes(2, {}, [](int i, FakeWorkerScript& script) {
+    if (i != 1) return;
+    script.events = [](std::int64_t step, const v1::StageAssignment& assignment) {
+      v1::TelemetryEvent e = stagecraft::testing::defaultIteration(step, assignment, 2);
+      if (step >= 40) e.mutable_iteration()->mutable_timeline(0)->set_end_ms(3.0);  // 1 ms before
+      return std::vector<v1::TelemetryEvent>{e};
+    };
+  });
+}
+
+TEST(TrainingRun, AStragglerIsReportedWithTheGainOfARePlan) {
+  Fakes fakes = slowingFakes();
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), quickSettings());
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  std::vector<StragglerNotice> notices;
+  RunEvents events;
+  events.on_straggler = [&](const StragglerNotice& n) { notices.push_back(n); };
+  const RunResult result = run.train(200, events);
+  ASSERT_EQ(notices.size(), 1u);  // once per episode
+  const StragglerNotice& n = notices[0];
+  EXPECT_EQ(n.device, "d1");
+  EXPECT_GE(n.step, 44);  // slow for the rule's 5 steps: 40..44
+  EXPECT_NEAR(n.slower_by, std::sqrt(3.0), 0.05);  // 3x, relative to the geometric mean
+  EXPECT_GT(n.gain, 1.1);
+  ASSERT_TRUE(n.plan);
+  EXPECT_FALSE(n.applying);
+  EXPECT_TRUE(result.recoveries.empty());  // only a notice without auto_replan
+  // The fresh plan gives d1 less work (layers x samples) than d0.
+  int d0 = 0, d1 = 0;
+  for (const Stage& st : n.plan->stages) {
+    for (const DeviceShare& m : st.members) (m.device == 0 ? d0 : d1) += (st.layer_end - st.layer_begin) * m.samples;
+  }
+  EXPECT_LT(d1, d0);
+}
+
+TEST(TrainingRun, AutoReplanMovesWorkOffAStraggler) {
+  Fakes fakes = slowingFakes();
+  RunSettings settings = quickSettings();
+  settings.auto_replan = true;
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), settings);
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  bool applying = false;
+  RunEvents events;
+  events.on_straggler = [&](const StragglerNotice& n) { applying = applying || n.applying; };
+  const RunResult result = run.train(200, events);
+  EXPECT_TRUE(applying);
+  ASSERT_EQ(result.steps.size(), 200u);
+  ASSERT_FALSE(result.recoveries.empty());
+  EXPECT_EQ(result.recoveries[0].kind, RecoveryKind::Straggler);
+  EXPECT_EQ(result.recoveries[0].device, "d1");
+  EXPECT_EQ(result.recoveries[0].replayed_steps, 0);  // a re-plan at a step boundary
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // command line, so LocalCluster and `stagecraft-cli cluster up / run --local` can be
 // tested without LibTorch. STAGECRAFT_FAKE_FAIL=<device>@<step> makes that device report
 // an error at that step, STAGECRAFT_FAKE_DIE=<device>@<step> makes it vanish there as if
-// SIGKILLed; STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
+// SIGKILLed, STAGECRAFT_FAKE_SLOW=<device>@<step> makes its compute take three times as
+// long from that step on (a straggler); STAGECRAFT_FAKE_STEP_MS sets the time per step
+// (default 5).
 #include <signal.h>
 
 #include <cstdlib>
@@ -50,6 +52,19 @@ int main(int argc, char** argv) {
     const auto at = spec.find('@');
     if (at != std::string::npos && spec.substr(0, at) == script.name)
       script.die_at_step = std::atoll(spec.c_str() + at + 1);
+  }
+  if (const char* slow = std::getenv("STAGECRAFT_FAKE_SLOW")) {
+    const std::string spec = slow;
+    const auto at = spec.find('@');
+    if (at != std::string::npos && spec.substr(0, at) == script.name) {
+      const std::int64_t from = std::atoll(spec.c_str() + at + 1);
+      const double ms = script.iteration_ms;
+      script.events = [from, ms](std::int64_t step, const stagecraft::v1::StageAssignment& assignment) {
+        stagecraft::v1::TelemetryEvent e = stagecraft::testing::defaultIteration(step, assignment, ms);
+        if (step >= from) e.mutable_iteration()->mutable_timeline(0)->set_end_ms(1.5 * ms);  // 0.5 x ms before
+        return std::vector<stagecraft::v1::TelemetryEvent>{e};
+      };
+    }
   }
   const auto colon = listen.rfind(':');
   const int port = std::atoi(listen.c_str() + colon + 1);

@@ -1,0 +1,115 @@
+// TrainingRun's reactions to a cluster that changes under it while training: devices that
+// join (elastic runs) and devices that fall behind their plan (stragglers).
+#include <algorithm>
+#include <cmath>
+
+#include "control/training_run.h"
+#include "io/error.h"
+#include "sim/simulator.h"
+
+namespace stagecraft::control {
+namespace {
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::optional<ReplanRequest> TrainingRun::joinCandidate() {
+  // Asked at a step boundary, so briefly: a device that does not answer in half a second
+  // is not joining.
+  const std::vector<WorkerProbe> probes =
+      coordinator_->probe(std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
+  const Cluster& current = *deployed_->cluster;
+  const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
+  std::vector<std::string> names, joining;
+  for (int d = 0; d < cluster_->size(); ++d) {
+    const std::string& name = cluster_->device(d).name;
+    const auto at = current.find(name);
+    if (at && stage_of[*at] >= 0) {
+      names.push_back(name);
+    } else if (probes[d].reachable && probes[d].info.state() != "training") {
+      names.push_back(name);
+      joining.push_back(name);
+    }
+  }
+  if (joining.empty()) return std::nullopt;
+  const std::string key = joinNames(joining);
+  if (key == rejected_joins_) return std::nullopt;  // nothing new since the last look
+  updateFactors();
+  const Cluster over = restrictCluster(*cluster_, names);
+  std::optional<ReplanRequest> request;
+  try {
+    Plan next = planOver(over, "joining " + key);
+    const double next_ms = simulate(next, costModel(over)).iteration_ms;
+    const double now_ms = simulate(deployed_->plan, costModel(current)).iteration_ms;
+    bool uses_them = false;
+    for (const Stage& stage : next.stages) {
+      for (const DeviceShare& m : stage.members) {
+        const std::string& name = over.device(m.device).name;
+        uses_them = uses_them || std::find(joining.begin(), joining.end(), name) != joining.end();
+      }
+    }
+    if (uses_them && next_ms * settings_.replan_gain < now_ms) {
+      request = ReplanRequest{std::move(next), over, RecoveryKind::Joined, key};
+    }
+  } catch (const Error&) {
+    // No plan with them: as if no gain.
+  }
+  rejected_joins_ = request ? std::string() : key;
+  return request;
+}
+
+void TrainingRun::watchStragglers(const RunEvents& events) {
+  if (!deployed_ || !deployed_->expected) return;
+  const Plan& plan = deployed_->plan;
+  const Cluster& over = *deployed_->cluster;
+  // Measured over expected compute, per device the plan uses and telemetry has measured.
+  std::vector<double> factors;
+  try {
+    factors = control::computeFactors(plan, *deployed_->expected, latest_);
+  } catch (const std::exception&) {
+    return;
+  }
+  std::map<std::string, double> measured;
+  int member = 0;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      if (latest_[member++].step() > 0 && m.samples > 0) measured[over.device(m.device).name] = factors[m.device];
+    }
+  }
+  if (measured.size() < 2) return;  // slower than whom?
+  const std::map<std::string, double> relative = relativeFactors(measured);
+  const std::vector<std::string> slow = stragglers_.observe(step_, relative);
+  if (slow.empty()) return;
+
+  StragglerNotice notice;
+  notice.device = joinNames(slow);
+  notice.step = step_;
+  for (const auto& name : slow) notice.slower_by = std::max(notice.slower_by, relative.at(name));
+  updateFactors();
+  try {
+    Plan next = planOver(over, "re-planning around " + notice.device);
+    const CostModel cost = costModel(over);
+    const double now_ms = simulate(plan, cost).iteration_ms;
+    const double next_ms = simulate(next, cost).iteration_ms;
+    if (next_ms > 0) notice.gain = now_ms / next_ms;
+    notice.plan = std::move(next);
+    notice.cluster = over;
+  } catch (const std::exception&) {
+    notice.gain = 0;  // no plan: reported without one
+  }
+  notice.applying = settings_.auto_replan && notice.plan && notice.gain >= settings_.replan_gain;
+  if (events.on_straggler) events.on_straggler(notice);
+  if (notice.applying) {
+    std::lock_guard lock(requests_mutex_);
+    if (!replan_requested_) {  // a user's request wins
+      replan_requested_ = ReplanRequest{notice.plan, notice.cluster, RecoveryKind::Straggler, notice.device};
+    }
+  }
+}
+
+}  // namespace stagecraft::control
