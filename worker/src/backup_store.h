@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::worker {
@@ -25,11 +26,9 @@ using StateCopy = std::shared_ptr<const v1::StageWeights>;
 
 class BackupStore {
  public:
-  /// Own states kept per stage: the stages of a pipeline stop at most one step apart, and
-  /// a neighbour's copy may lag one step behind its sender, so three cover every case.
-  static constexpr std::size_t kOwnCopies = 3;
-  /// A neighbour's states held per stage: the newest and the one before it.
-  static constexpr std::size_t kHeldCopies = 2;
+  /// States kept per stage (own) and held for a neighbour, as the cost model counts them.
+  static constexpr std::size_t kOwnCopies = kOwnBackups;
+  static constexpr std::size_t kHeldCopies = kHeldBackups;
 
   /// This worker's stage state (job, layer range and step set). Forgets other jobs.
   void keep(StateCopy state);
