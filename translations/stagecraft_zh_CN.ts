@@ -727,510 +727,555 @@
 <context>
     <name>stagecraft::gui::MainWindow</name>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="118"/>
+        <location filename="../app/gui/window/main_window.cpp" line="119"/>
         <source>planner</source>
         <translation>规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="124"/>
+        <location filename="../app/gui/window/main_window.cpp" line="125"/>
         <source>Planning…</source>
         <translation>正在规划…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="131"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
+        <location filename="../app/gui/window/main_window.cpp" line="132"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="143"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="131"/>
+        <location filename="../app/gui/window/main_window.cpp" line="132"/>
         <source>Device %1 is listed.</source>
         <translation>已列出设备 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window.cpp" line="139"/>
         <source>Device %1 stopped answering.</source>
         <translation>设备 %1 已停止响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="205"/>
+        <location filename="../app/gui/window/main_window.cpp" line="142"/>
+        <source>Device %1 answers again.</source>
+        <translation>设备 %1 重新应答。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="212"/>
         <source>Plan over these devices</source>
         <translation>基于这些设备进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="206"/>
+        <location filename="../app/gui/window/main_window.cpp" line="213"/>
         <source>Plan over the devices listed here, including discovered and added ones.</source>
         <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="214"/>
+        <location filename="../app/gui/window/main_window.cpp" line="221"/>
         <source>Devices</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="222"/>
+        <location filename="../app/gui/window/main_window.cpp" line="229"/>
         <source>A model from the built-in zoo.</source>
         <translation>内置模型库中的模型。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="230"/>
+        <location filename="../app/gui/window/main_window.cpp" line="237"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="244"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
+        <location filename="../app/gui/window/main_window.cpp" line="251"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="80"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="250"/>
+        <location filename="../app/gui/window/main_window.cpp" line="257"/>
         <source>Stages</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="257"/>
+        <location filename="../app/gui/window/main_window.cpp" line="264"/>
         <source>Use the %1 plan</source>
         <translation>使用 %1 的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="259"/>
+        <location filename="../app/gui/window/main_window.cpp" line="266"/>
         <source>Double-click a planner to edit its plan.</source>
         <translation>双击规划器以编辑其方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="260"/>
+        <location filename="../app/gui/window/main_window.cpp" line="267"/>
         <source>Compare planners</source>
         <translation>比较规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="266"/>
+        <location filename="../app/gui/window/main_window.cpp" line="273"/>
         <source>Log</source>
         <translation>日志</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="275"/>
+        <location filename="../app/gui/window/main_window.cpp" line="282"/>
         <source>%1 (%2)</source>
         <translation>%1 (%2)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="279"/>
+        <location filename="../app/gui/window/main_window.cpp" line="286"/>
         <source>Open &amp;Cluster…</source>
         <translation>打开集群(&amp;C)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="279"/>
+        <location filename="../app/gui/window/main_window.cpp" line="286"/>
         <source>Open a cluster file</source>
         <translation>打开集群文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="280"/>
+        <location filename="../app/gui/window/main_window.cpp" line="287"/>
         <source>Open cluster</source>
         <translation>打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="281"/>
+        <location filename="../app/gui/window/main_window.cpp" line="288"/>
         <source>Cluster files (*.json);;All files (*)</source>
         <translation>集群文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="284"/>
+        <location filename="../app/gui/window/main_window.cpp" line="291"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="285"/>
+        <location filename="../app/gui/window/main_window.cpp" line="292"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="286"/>
+        <location filename="../app/gui/window/main_window.cpp" line="293"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="289"/>
+        <location filename="../app/gui/window/main_window.cpp" line="296"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="289"/>
+        <location filename="../app/gui/window/main_window.cpp" line="296"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="298"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="298"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="298"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="293"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="293"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="295"/>
+        <location filename="../app/gui/window/main_window.cpp" line="302"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="297"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window.cpp" line="308"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="303"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="327"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="333"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="336"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="350"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="347"/>
+        <location filename="../app/gui/window/main_window.cpp" line="354"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="349"/>
+        <location filename="../app/gui/window/main_window.cpp" line="356"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="351"/>
+        <location filename="../app/gui/window/main_window.cpp" line="358"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="354"/>
+        <location filename="../app/gui/window/main_window.cpp" line="361"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="358"/>
+        <location filename="../app/gui/window/main_window.cpp" line="365"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="363"/>
+        <location filename="../app/gui/window/main_window.cpp" line="370"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="366"/>
+        <location filename="../app/gui/window/main_window.cpp" line="373"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="367"/>
+        <location filename="../app/gui/window/main_window.cpp" line="374"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="368"/>
+        <location filename="../app/gui/window/main_window.cpp" line="375"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="398"/>
-        <location filename="../app/gui/window/main_window.cpp" line="501"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="61"/>
+        <location filename="../app/gui/window/main_window.cpp" line="405"/>
+        <location filename="../app/gui/window/main_window.cpp" line="508"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="62"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="398"/>
+        <location filename="../app/gui/window/main_window.cpp" line="405"/>
         <source>Opened cluster %1.</source>
         <translation>已打开集群 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="402"/>
+        <location filename="../app/gui/window/main_window.cpp" line="409"/>
         <source>Cannot open the cluster</source>
         <translation>无法打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="414"/>
+        <location filename="../app/gui/window/main_window.cpp" line="421"/>
         <source>Cannot load the model</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="421"/>
+        <location filename="../app/gui/window/main_window.cpp" line="428"/>
         <source>Cannot open the plan</source>
         <translation>无法打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="432"/>
+        <location filename="../app/gui/window/main_window.cpp" line="439"/>
         <source>Save plan</source>
         <translation>保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="433"/>
+        <location filename="../app/gui/window/main_window.cpp" line="440"/>
         <source>Plan files (*.json)</source>
         <translation>方案文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="438"/>
+        <location filename="../app/gui/window/main_window.cpp" line="445"/>
         <source>Cannot save the plan</source>
         <translation>无法保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="443"/>
+        <location filename="../app/gui/window/main_window.cpp" line="450"/>
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <location filename="../app/gui/window/main_window.cpp" line="455"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <location filename="../app/gui/window/main_window.cpp" line="455"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="453"/>
+        <location filename="../app/gui/window/main_window.cpp" line="460"/>
         <source>Cannot add the device</source>
         <translation>无法添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="458"/>
+        <location filename="../app/gui/window/main_window.cpp" line="465"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="459"/>
+        <location filename="../app/gui/window/main_window.cpp" line="466"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="481"/>
+        <location filename="../app/gui/window/main_window.cpp" line="488"/>
         <source>Cluster: %1</source>
         <translation>集群：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="486"/>
+        <location filename="../app/gui/window/main_window.cpp" line="493"/>
         <source>Plan: %1</source>
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="494"/>
+        <location filename="../app/gui/window/main_window.cpp" line="501"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="497"/>
+        <location filename="../app/gui/window/main_window.cpp" line="504"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="55"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="56"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="62"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="63"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="77"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="96"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="97"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="97"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="98"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="102"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="103"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="104"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="105"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
         <location filename="../app/gui/window/main_window_training.cpp" line="113"/>
+        <source>%1 computes %2% slower than the plan expects, next to the other devices.</source>
+        <translation>与其他设备相比，%1 的计算比计划预期慢 %2%。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="117"/>
+        <source>%1 Re-planning around it (predicted %2x faster).</source>
+        <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
+        <source>%1 A re-plan is predicted %2x faster.</source>
+        <translation>%1 重新规划预计快 %2 倍。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="120"/>
+        <source>Re-plan</source>
+        <translation>重新规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
+        <source>%1 No other plan is predicted to be faster.</source>
+        <translation>%1 没有预计更快的其他计划。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="132"/>
+        <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
+        <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="133"/>
+        <source>Re-plan with %1</source>
+        <translation>纳入 %1 重新规划</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
+        <source>Training is not running: deploy again to use %1.</source>
+        <translation>训练未在运行：请重新部署以使用 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1262,6 +1307,14 @@
         <location filename="../app/gui/editor/memory_bars.cpp" line="110"/>
         <source>%1 peaks at %2 of %3 in stage %4.</source>
         <translation>%1 在阶段 %4 中的峰值为 %2（上限 %3）。</translation>
+    </message>
+</context>
+<context>
+    <name>stagecraft::gui::NoticeBanner</name>
+    <message>
+        <location filename="../app/gui/window/notice_banner.cpp" line="19"/>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
     </message>
 </context>
 <context>
@@ -1895,9 +1948,10 @@
         <location filename="../app/gui/live/training_controller.cpp" line="227"/>
         <location filename="../app/gui/live/training_controller.cpp" line="322"/>
         <location filename="../app/gui/live/training_controller.cpp" line="374"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="427"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="464"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="576"/>
         <source>Coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -1963,53 +2017,78 @@
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="388"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="392"/>
+        <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
+        <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="399"/>
+        <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
+        <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="406"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="387"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="389"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <source>%1 computes %2% slower than the plan expects, next to the other devices.</source>
+        <translation>与其他设备相比，%1 的计算比计划预期慢 %2%。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="423"/>
+        <source>%1 Re-planning, predicted %2x faster.</source>
+        <translation>%1 正在重新规划，预计快 %2 倍。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="424"/>
+        <source>%1 A re-plan is predicted %2x faster.</source>
+        <translation>%1 重新规划预计快 %2 倍。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="465"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="500"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="484"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="452"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="485"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="475"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="508"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="535"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="525"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="568"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="532"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="575"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="534"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="577"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -1,7 +1,8 @@
 // The main window's wiring: a cluster and a model open into the plan session, the editor's
 // evaluation reaches the charts (predicted timeline) and the device list (stages), and
-// edits go through the shared undo stack.
+// edits go through the shared undo stack, and notices (a straggler) show in the banner.
 #include <QAction>
+#include <QPushButton>
 #include <QStandardPaths>
 #include <QTest>
 #include <QUndoStack>
@@ -11,6 +12,7 @@
 #include "live/timeline_chart.h"
 #include "live/training_controller.h"
 #include "window/main_window.h"
+#include "window/notice_banner.h"
 
 namespace stagecraft::gui {
 
@@ -52,6 +54,28 @@ class MainWindowTest : public QObject {
     QVERIFY(undo->isEnabled());
     undo->trigger();
     QVERIFY(session->plan().stages == before.stages);
+  }
+
+  void aStragglerNoticeOffersItsRePlanInTheBanner() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
+    auto* banner = window.findChild<NoticeBanner*>();
+    QVERIFY(banner != nullptr);
+    QVERIFY(banner->isHidden());
+    const Plan plan = window.session()->plan();
+    const Cluster cluster = window.session()->cluster();
+    Q_EMIT window.controller()->stragglerNoticed(QStringLiteral("nano-2"), 1.38, 1.3, false, plan, cluster);
+    QVERIFY(!banner->isHidden());
+    QVERIFY(banner->text().contains(QStringLiteral("nano-2 computes 38% slower")));
+    QVERIFY(banner->text().contains(QStringLiteral("1.30x faster")));
+    QVERIFY(!banner->actionButton()->isHidden());
+    QCOMPARE(banner->actionButton()->text(), QStringLiteral("Re-plan"));
+    // Applied by the run itself: said, with nothing to click.
+    Q_EMIT window.controller()->stragglerNoticed(QStringLiteral("nano-2"), 1.38, 1.3, true, plan, cluster);
+    QVERIFY(banner->text().contains(QStringLiteral("Re-planning around it")));
+    QVERIFY(banner->actionButton()->isHidden());
+    banner->dismiss();
+    QVERIFY(banner->isHidden());
   }
 };
 

@@ -382,18 +382,51 @@ control::RunEvents TrainingController::runEvents() {
   };
   events.on_recovery = [this](const control::Recovery& r) {
     const double seconds = r.recovered_ms / 1000.0;
-    const QString text =
-        r.kind == control::RecoveryKind::Manual
-            ? tr("Re-planned in %1 s: %2 stages on %3 workers.").arg(seconds, 0, 'f', 2).arg(r.stages).arg(r.devices)
-            : tr("Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.")
-                  .arg(QString::fromStdString(r.device))
-                  .arg(seconds, 0, 'f', 2)
-                  .arg(r.stages)
-                  .arg(r.devices)
-                  .arg(r.replayed_steps);
+    const QString device = QString::fromStdString(r.device);
+    QString text;
+    switch (r.kind) {
+      case control::RecoveryKind::Manual:
+        text = tr("Re-planned in %1 s: %2 stages on %3 workers.").arg(seconds, 0, 'f', 2).arg(r.stages).arg(r.devices);
+        break;
+      case control::RecoveryKind::Joined:
+        text = tr("%1 joined: re-planned in %2 s, %3 stages on %4 workers.")
+                   .arg(device)
+                   .arg(seconds, 0, 'f', 2)
+                   .arg(r.stages)
+                   .arg(r.devices);
+        break;
+      case control::RecoveryKind::Straggler:
+        text = tr("Re-planned around %1 in %2 s: %3 stages on %4 workers.")
+                   .arg(device)
+                   .arg(seconds, 0, 'f', 2)
+                   .arg(r.stages)
+                   .arg(r.devices);
+        break;
+      default:
+        text = tr("Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.")
+                   .arg(device)
+                   .arg(seconds, 0, 'f', 2)
+                   .arg(r.stages)
+                   .arg(r.devices)
+                   .arg(r.replayed_steps);
+    }
     toGui([this, r, text, seconds] {
       Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, text);
       Q_EMIT recovered(QString::fromStdString(r.device), r.step, seconds);
+    });
+  };
+  events.on_straggler = [this](const control::StragglerNotice& n) {
+    const QString device = QString::fromStdString(n.device);
+    const QString slower = tr("%1 computes %2% slower than the plan expects, next to the other devices.")
+                               .arg(device)
+                               .arg((n.slower_by - 1) * 100, 0, 'f', 0);
+    const QString text = n.applying ? tr("%1 Re-planning, predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
+                          : n.gain > 0 ? tr("%1 A re-plan is predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
+                                       : slower;
+    toGui([this, n, device, text] {
+      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
+      Q_EMIT stragglerNoticed(device, n.slower_by, n.gain, n.applying, n.plan.value_or(Plan{}),
+                              n.cluster.value_or(Cluster{}));
     });
   };
   return events;
@@ -513,6 +546,16 @@ bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
   setState(TrainingState::Replanning);
   enqueue([this, request = control::ReplanRequest{plan, cluster}, resume,
            target = static_cast<std::int64_t>(target_step_)] { replanJob(request, resume, target); });
+  return true;
+}
+
+bool TrainingController::includeDevices(const QString& devices) {
+  std::lock_guard lock(mutex_);
+  if (!training_) return false;
+  control::ReplanRequest request;
+  request.kind = control::RecoveryKind::Joined;
+  request.devices = devices.toStdString();
+  active_run_->requestReplan(std::move(request));
   return true;
 }
 

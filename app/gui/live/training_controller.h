@@ -106,6 +106,10 @@ class TrainingController : public QObject {
   /// gave): stops at a step boundary, collects the weights, deploys them with the new plan
   /// at the step reached and, when a run was in progress, trains its remaining steps.
   bool applyReplan(const Plan& plan, const Cluster& cluster);
+  /// While training: re-plans at the next step boundary over every device of the deployed
+  /// run's cluster that answers now, taking in `devices` (named for the log) that joined or
+  /// came back. Refused otherwise.
+  bool includeDevices(const QString& devices);
 
  Q_SIGNALS:
   void stateChanged(stagecraft::gui::TrainingState state);
@@ -142,6 +146,11 @@ class TrainingController : public QObject {
   void deviceLost(const QString& device, const QString& action, qint64 failed_after, qint64 step);
   /// The run completed its first step after a loss or re-plan, `seconds` after noticing it.
   void recovered(const QString& device, qint64 step, double seconds);
+  /// `device` has computed `slower_by` times slower than the plan expected, next to the
+  /// others, for several steps; `plan` over `cluster` is predicted `gain` times faster (0:
+  /// no plan found). `applying`: the run re-plans onto it by itself.
+  void stragglerNoticed(const QString& device, double slower_by, double gain, bool applying,
+                        const stagecraft::Plan& plan, const stagecraft::Cluster& cluster);
 
  private:
   struct Deployment;  // what the controller's thread deploys and trains

@@ -1,4 +1,5 @@
 #include "window/main_window.h"
+#include "window/notice_banner.h"
 
 #include <QAction>
 #include <QApplication>
@@ -136,6 +137,10 @@ void MainWindow::createModels() {
   connect(devices_, &DeviceModel::statusChanged, this, [this](const QString& name, DeviceStatus status) {
     if (status == DeviceStatus::Lost) {
       log_->append(name, LogModel::Level::Warning, tr("Device %1 stopped answering.").arg(name));
+      if (!lost_devices_.contains(name)) lost_devices_ << name;
+    } else if (status != DeviceStatus::Unknown && lost_devices_.removeAll(name) > 0) {
+      log_->append(name, LogModel::Level::Info, tr("Device %1 answers again.").arg(name));
+      offerJoin(name);
     }
   });
 }
@@ -147,6 +152,8 @@ void MainWindow::createCentral() {
   auto* plan_area = new QWidget(central_split_);
   auto* plan_layout = new QVBoxLayout(plan_area);
   plan_layout->setContentsMargins(6, 6, 6, 0);
+  notice_ = new NoticeBanner(plan_area);
+  plan_layout->addWidget(notice_);
   summary_ = new PlanSummary(plan_area);
   summary_->setSession(session_);
   plan_layout->addWidget(summary_);

@@ -28,6 +28,7 @@ class LiveCharts;
 class LogModel;
 class LogPanel;
 class MemoryBars;
+class NoticeBanner;
 class PartitionEditor;
 class PlanSession;
 class PlanSummary;
@@ -85,6 +86,9 @@ class MainWindow : public QMainWindow {
   /// The session's cluster with the device list's worker addresses.
   Cluster clusterWithAddresses() const;
   void showPredictedTimeline();
+  /// A device that answers again (or was started) while training and is not in the running
+  /// plan: offered for a re-plan in the notice banner.
+  void offerJoin(const QString& name);
 
   void addRecent(const QString& key, const QString& path);
   void rebuildRecentMenu();
@@ -109,6 +113,7 @@ class MainWindow : public QMainWindow {
   PartitionEditor* editor_ = nullptr;
   MemoryBars* memory_ = nullptr;
   PlanSummary* summary_ = nullptr;
+  NoticeBanner* notice_ = nullptr;  ///< stragglers, devices that come back
   LiveCharts* charts_ = nullptr;
   TrainingPanel* training_ = nullptr;
   LogPanel* log_panel_ = nullptr;
@@ -121,6 +126,7 @@ class MainWindow : public QMainWindow {
   QLabel* state_label_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QList<QDockWidget*> docks_;
+  QStringList lost_devices_;  ///< lost while training; offered again when they answer
 
   // Actions.
   QAction* open_cluster_ = nullptr;

@@ -16,6 +16,7 @@
 #include "models/device_model.h"
 #include "models/log_model.h"
 #include "window/main_window.h"
+#include "window/notice_banner.h"
 #include "window/replan_dialog.h"
 #include "window/training_panel.h"
 
@@ -102,9 +103,39 @@ void MainWindow::connectController() {
               devices_->markLost(name, tr("lost while training, after step %1").arg(failed_after));
             }
             statusBar()->showMessage(tr("%1 lost; training goes on without it.").arg(devices), 10000);
+            for (const QString& name : devices.split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
+              if (!lost_devices_.contains(name)) lost_devices_ << name;
+            }
+          });
+  connect(controller_, &TrainingController::stragglerNoticed, this,
+          [this](const QString& device, double slower_by, double gain, bool applying, const Plan& plan,
+                 const Cluster& cluster) {
+            const QString what = tr("%1 computes %2% slower than the plan expects, next to the other devices.")
+                                     .arg(device)
+                                     .arg((slower_by - 1) * 100, 0, 'f', 0);
+            if (applying) {
+              notice_->showNotice(tr("%1 Re-planning around it (predicted %2x faster).").arg(what).arg(gain, 0, 'f', 2));
+            } else if (gain >= 1.1 && !plan.stages.empty()) {
+              notice_->showNotice(tr("%1 A re-plan is predicted %2x faster.").arg(what).arg(gain, 0, 'f', 2),
+                                  tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
+            } else {
+              notice_->showNotice(tr("%1 No other plan is predicted to be faster.").arg(what));
+            }
           });
 
   devices_->setMonitoring(true);
+}
+
+void MainWindow::offerJoin(const QString& name) {
+  const auto deployed = controller_->deployedCluster();
+  if (controller_->state() != TrainingState::Training || !deployed || deployed->find(name.toStdString())) return;
+  notice_->showNotice(tr("%1 answers again. Include it in a re-plan at the next step boundary?").arg(name),
+                      tr("Re-plan with %1").arg(name), [this, name] {
+                        if (!controller_->includeDevices(name)) {
+                          statusBar()->showMessage(tr("Training is not running: deploy again to use %1.").arg(name),
+                                                   8000);
+                        }
+                      });
 }
 
 void MainWindow::startDiscovery(quint16 port) {

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <QFrame>
+#include <functional>
+
+class QLabel;
+class QPushButton;
+
+namespace stagecraft::gui {
+
+/// A one-line notice across the top of the plan area, where the eye is while training: what
+/// happened, one button that acts on it, and a button that dismisses it. A new notice
+/// replaces the one shown.
+class NoticeBanner : public QFrame {
+  Q_OBJECT
+
+ public:
+  explicit NoticeBanner(QWidget* parent = nullptr);
+
+  /// Shows `text` with a button labelled `action_text` that runs `action` and closes the
+  /// notice (no button when `action_text` is empty).
+  void showNotice(const QString& text, const QString& action_text = {}, std::function<void()> action = {});
+  void dismiss();
+  QString text() const;
+  QPushButton* actionButton() const { return action_; }
+
+ private:
+  QLabel* label_ = nullptr;
+  QPushButton* action_ = nullptr;
+  QPushButton* close_ = nullptr;
+  std::function<void()> on_action_;
+};
+
+}  // namespace stagecraft::gui
