@@ -104,7 +104,8 @@ std::int64_t BackupStore::bytes() const {
   return n;
 }
 
-BackupSender::BackupSender(std::string sender_name) : sender_name_(std::move(sender_name)) {
+BackupSender::BackupSender(std::string sender_name, LinkPacer* link)
+    : sender_name_(std::move(sender_name)), link_(link) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -149,6 +150,18 @@ void BackupSender::run() {
       state = std::move(pending_);
       pending_.reset();
       address = pending_address_;
+    }
+    if (link_ && link_->paced()) {
+      // A megabyte at a time, so activations queued meanwhile go between the pieces
+      // instead of waiting behind a whole model.
+      constexpr std::size_t kPiece = 1 << 20;
+      for (std::size_t left = state->ByteSizeLong(); left > 0;) {
+        const std::size_t piece = std::min(left, kPiece);
+        std::this_thread::sleep_until(link_->reserve(piece));
+        left -= piece;
+        std::lock_guard lock(mutex_);
+        if (closing_) return;
+      }
     }
     if (!stub || address != channel_address) {
       stub = v1::Worker::NewStub(makeChannel(address));

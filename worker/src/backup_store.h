@@ -58,9 +58,13 @@ class BackupStore {
 /// Ships the newest state it is offered to a worker's StoreBackup on its own thread: a
 /// state offered while another is on the wire replaces the one waiting, so a slow link
 /// skips steps instead of queueing them or holding up training.
+class LinkPacer;
+
 class BackupSender {
  public:
-  explicit BackupSender(std::string sender_name);
+  /// `link` (may be null) paces what it sends: a state takes turns with the stage's
+  /// activations on the worker's emulated NIC, a megabyte at a time.
+  BackupSender(std::string sender_name, LinkPacer* link);
   ~BackupSender();
   BackupSender(const BackupSender&) = delete;
   BackupSender& operator=(const BackupSender&) = delete;
@@ -75,6 +79,7 @@ class BackupSender {
   void run();
 
   std::string sender_name_;
+  LinkPacer* link_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   StateCopy pending_;

@@ -28,8 +28,17 @@ struct PeerOutbox::Peer {
   std::thread thread;
 };
 
-PeerOutbox::PeerOutbox(double bandwidth_mbps, std::function<void(const WorkerError&)> on_error)
-    : bandwidth_mbps_(bandwidth_mbps), on_error_(std::move(on_error)) {}
+LinkPacer::Clock::time_point LinkPacer::reserve(std::size_t bytes, Clock::time_point now) {
+  if (bandwidth_mbps_ <= 0) return now;
+  const auto wire = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(bytes) * 8.0 / (bandwidth_mbps_ * 1e6)));
+  std::lock_guard lock(mutex_);
+  link_free_ = std::max(link_free_, now) + wire;
+  return link_free_;
+}
+
+PeerOutbox::PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error)
+    : link_(link), on_error_(std::move(on_error)) {}
 
 PeerOutbox::~PeerOutbox() {
   {
@@ -84,21 +93,9 @@ void PeerOutbox::runPeer(Peer& peer) {
       peer.queue.pop_front();
       peer.writing = true;
       start = Clock::now();
-      if (bandwidth_mbps_ > 0) {
-        // The NIC is shared: this message goes on the wire after the ones before it.
-        const auto wire = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-            static_cast<double>(tensor.ByteSizeLong()) * 8.0 / (bandwidth_mbps_ * 1e6)));
-        link_free_ = std::max(link_free_, start) + wire;
-      }
     }
-    if (bandwidth_mbps_ > 0) {
-      Clock::time_point until;
-      {
-        std::lock_guard lock(mutex_);
-        until = link_free_;
-      }
-      std::this_thread::sleep_until(until);
-    }
+    // The NIC is shared: this message goes on the wire after the ones before it.
+    if (link_ && link_->paced()) std::this_thread::sleep_until(link_->reserve(tensor.ByteSizeLong(), start));
     if (!peer.writer) {
       peer.stub = v1::Worker::NewStub(makeChannel(peer.address));
       peer.writer = peer.stub->Push(&peer.context, &peer.reply);  // only this thread touches writer

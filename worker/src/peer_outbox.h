@@ -23,9 +23,26 @@ namespace stagecraft::worker {
 constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
 std::shared_ptr<grpc::Channel> makeChannel(const std::string& address);
 
+/// The worker's one emulated network interface (--bandwidth-mbps): everything it sends, to
+/// any peer (activations, gradients, backups), takes its turn on it.
+class LinkPacer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit LinkPacer(double bandwidth_mbps = 0) : bandwidth_mbps_(bandwidth_mbps) {}
+  bool paced() const { return bandwidth_mbps_ > 0; }
+  /// Puts `bytes` on the link after whatever is on it (from `now` at the earliest) and
+  /// returns when they are through; `now` when unpaced.
+  Clock::time_point reserve(std::size_t bytes, Clock::time_point now = Clock::now());
+
+ private:
+  double bandwidth_mbps_;
+  std::mutex mutex_;
+  Clock::time_point link_free_;
+};
+
 /// Sends activation and gradient slices to peers without holding up the stage: one
 /// thread and one long-lived Push stream per peer, in the order they were queued.
-/// Outgoing bytes are paced to `bandwidth_mbps` across all peers (a shared NIC).
+/// Outgoing bytes are paced by `link` (a shared NIC; null: unpaced).
 class PeerOutbox {
  public:
   using Clock = std::chrono::steady_clock;
@@ -39,7 +56,7 @@ class PeerOutbox {
   };
 
   /// `on_error` runs (on a sender thread) once, for the first failed send.
-  PeerOutbox(double bandwidth_mbps, std::function<void(const WorkerError&)> on_error);
+  PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error);
   /// Finishes the streams (cancel() first to drop what is queued).
   ~PeerOutbox();
 
@@ -57,7 +74,7 @@ class PeerOutbox {
   void runPeer(Peer& peer);
   void fail(const WorkerError& error);
 
-  double bandwidth_mbps_;
+  LinkPacer* link_;
   std::function<void(const WorkerError&)> on_error_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -65,7 +82,6 @@ class PeerOutbox {
   std::optional<WorkerError> error_;
   bool cancelled_ = false;
   bool closing_ = false;
-  Clock::time_point link_free_;
   std::vector<SentRecord> records_;
 };
 

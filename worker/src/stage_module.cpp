@@ -410,8 +410,7 @@ v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {
   out.set_dtype(t.scalar_type() == torch::kInt64 ? "int64" : "float32");
   for (auto d : t.sizes()) out.add_shape(d);
   std::string* data = out.mutable_data();
-  data->resize(t.nbytes());
-  if (t.nbytes() > 0) std::memcpy(data->data(), t.data_ptr(), t.nbytes());
+  data->assign(static_cast<const char*>(t.data_ptr()), t.nbytes());  // one pass, no zero-fill first
   if constexpr (std::endian::native == std::endian::big) {
     if (t.scalar_type() == torch::kInt64) {
       byteSwapInPlace<std::int64_t>(data->data(), t.numel());

@@ -298,7 +298,7 @@ bool StageRuntime::stopRequested() const { return impl_->stop; }
 
 void StageRuntime::run(std::int64_t iterations) {
   Impl& d = *impl_;
-  PeerOutbox outbox(d.env.bandwidth_mbps, [inbox = d.env.inbox](const WorkerError& e) {
+  PeerOutbox outbox(d.env.link, [inbox = d.env.inbox](const WorkerError& e) {
     inbox->abort(e);  // wakes this stage's waits with the send's error
   });
   {

@@ -16,6 +16,7 @@ namespace stagecraft::worker {
 
 class BackupSender;
 class BackupStore;
+class LinkPacer;
 class PeerInbox;
 class TelemetryHub;
 
@@ -24,7 +25,7 @@ struct RuntimeEnv {
   std::string worker;                    ///< this worker's name (the sender of its tensors)
   std::string own_host;                  ///< the host Gloo binds to
   double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their time after them
-  double bandwidth_mbps = 0;             ///< outgoing peer traffic pacing; 0 = unpaced
+  LinkPacer* link = nullptr;             ///< paces outgoing peer traffic; null = unpaced
   std::chrono::milliseconds peer_timeout{30000};
   PeerInbox* inbox = nullptr;            ///< where peers' slices for this stage arrive
   TelemetryHub* telemetry = nullptr;     ///< where iteration reports go

@@ -47,7 +47,10 @@ std::string machineId() {
 }  // namespace
 
 WorkerNode::WorkerNode(WorkerOptions options)
-    : options_(std::move(options)), hub_(options_.name), backup_sender_(options_.name) {
+    : options_(std::move(options)),
+      hub_(options_.name),
+      link_(options_.bandwidth_mbps),
+      backup_sender_(options_.name, &link_) {
   configureTorchThreads(options_.threads);
   // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
   // which fight each other (and LibTorch's threads) under a CPU quota.
@@ -201,7 +204,7 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
   env.own_host = hostOf(assignment.group(layout.rank).address());
   if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
   env.slowdown = options_.slowdown;
-  env.bandwidth_mbps = options_.bandwidth_mbps;
+  env.link = &link_;
   env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));
   env.inbox = &inbox_;
   env.telemetry = &hub_;

@@ -13,6 +13,7 @@
 #include "backup_store.h"
 #include "blas_probe.h"
 #include "peer_inbox.h"
+#include "peer_outbox.h"
 #include "stagecraft/v1/worker.pb.h"
 #include "telemetry_hub.h"
 #include "worker_options.h"
@@ -80,6 +81,7 @@ class WorkerNode {
   double memory_limit_mb_ = 0;
   TelemetryHub hub_;
   PeerInbox inbox_;
+  LinkPacer link_;  // the emulated NIC every outgoing message shares
   BackupStore backups_;
   BackupSender backup_sender_;
 
