@@ -256,9 +256,14 @@
 <context>
     <name>stagecraft::gui::ChartFeed</name>
     <message>
-        <location filename="../app/gui/live/chart_feed.cpp" line="22"/>
+        <location filename="../app/gui/live/chart_feed.cpp" line="23"/>
         <source>%1 lost</source>
         <translation>%1 已丢失</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/chart_feed.cpp" line="31"/>
+        <source>running again %1 s after losing %2, from step %3</source>
+        <translation>丢失 %2 后 %1 秒恢复运行，从第 %3 步开始</translation>
     </message>
 </context>
 <context>
@@ -1797,57 +1802,57 @@
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="136"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="137"/>
         <source>Device %1</source>
         <translation>设备 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="141"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="143"/>
         <source>Pipeline Timeline (no data yet)</source>
         <translation>流水线时间线（暂无数据）</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="143"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="145"/>
         <source>Measured Iteration: %1 ms</source>
         <translation>实测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="145"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="147"/>
         <source>Predicted Iteration: %1 ms</source>
         <translation>预测迭代：%1 ms</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="162"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="173"/>
         <source>%1 %</source>
         <translation>%1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="191"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="202"/>
         <source>Send micro-batch %1 to %2</source>
         <translation>将微批次 %1 发送到 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="194"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="205"/>
         <source>Receive micro-batch %1 from %2</source>
         <translation>从 %2 接收微批次 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="197"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="208"/>
         <source>All-reduce of the stage&apos;s gradients</source>
         <translation>该阶段梯度的 All-Reduce</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="200"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="211"/>
         <source>Optimizer step of the stage&apos;s weights</source>
         <translation>该阶段权重的优化器更新</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="203"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="214"/>
         <source>%1 of micro-batch %2</source>
         <translation>微批次 %2 的%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/timeline_chart.cpp" line="206"/>
+        <location filename="../app/gui/live/timeline_chart.cpp" line="217"/>
         <source>%1
 %2
 %3 – %4 ms (%5 ms)</source>

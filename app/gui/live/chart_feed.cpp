@@ -4,6 +4,7 @@
 
 #include "editor/display_units.h"
 #include "live/live_charts.h"
+#include "live/timeline_chart.h"
 #include "live/training_controller.h"
 
 namespace stagecraft::gui {
@@ -20,7 +21,16 @@ ChartFeed::ChartFeed(TrainingController* controller, LiveCharts* charts, QObject
   connect(controller_, &TrainingController::deviceLost, this,
           [this](const QString& device, const QString&, qint64 failed_after, qint64) {
             charts_->addMarker(failed_after, last_seconds_, tr("%1 lost").arg(device), QColor(0xc6, 0x28, 0x28));
+            lost_ = device;
           });
+  // The timeline says which iterations are the first after a recovery, for a few steps.
+  connect(controller_, &TrainingController::recovered, this, [this](const QString& device, qint64 step, double seconds) {
+    if (device.isEmpty() || device != lost_) return;  // a re-plan, a join, a straggler
+    lost_.clear();
+    charts_->timelineChart()->setNote(
+        tr("running again %1 s after losing %2, from step %3").arg(seconds, 0, 'f', 2).arg(device).arg(step + 1));
+    note_until_step_ = step + kNoteSteps;
+  });
 }
 
 void ChartFeed::resetDevices() {
@@ -50,6 +60,10 @@ void ChartFeed::onStep(qint64 step, double loss, double measured, double predict
     }
   }
   if (!events.empty()) charts_->setTimeline(events, iteration_ms, true);
+  if (note_until_step_ > 0 && step > note_until_step_) {
+    note_until_step_ = 0;
+    charts_->timelineChart()->setNote({});
+  }
 }
 
 void ChartFeed::onIteration(const QString& device, double busy_fraction, double memory_mb,

@@ -39,6 +39,9 @@ class ChartFeed : public QObject {
   std::map<QString, std::vector<TimelineEvent>> last_timelines_;  ///< per device, its last iteration
   QElapsedTimer clock_;
   double last_seconds_ = 0;  // of the last step shown
+  static constexpr qint64 kNoteSteps = 20;  // how long the timeline says a recovery happened
+  QString lost_;                // the device(s) lost, until the run is going again
+  qint64 note_until_step_ = 0;  // 0: no note
 };
 
 }  // namespace stagecraft::gui

@@ -117,6 +117,7 @@ void TimelineChart::setTimeline(const std::vector<TimelineEvent>& events, double
 }
 
 void TimelineChart::clear() {
+  note_.clear();
   blocks_->clearBlocks();
   iteration_ms_ = 0;
   measured_ = false;
@@ -137,14 +138,24 @@ QString TimelineChart::rowName(int row) const {
 }
 
 void TimelineChart::updateTitle() {
+  QString text;
   if (blocks_->blocks().empty()) {
-    title_->setText(tr("Pipeline Timeline (no data yet)"));
+    text = tr("Pipeline Timeline (no data yet)");
   } else if (measured_) {
-    title_->setText(tr("Measured Iteration: %1 ms").arg(iteration_ms_, 0, 'f', 1));
+    text = tr("Measured Iteration: %1 ms").arg(iteration_ms_, 0, 'f', 1);
   } else {
-    title_->setText(tr("Predicted Iteration: %1 ms").arg(iteration_ms_, 0, 'f', 1));
+    text = tr("Predicted Iteration: %1 ms").arg(iteration_ms_, 0, 'f', 1);
   }
+  title_->setText(note_.isEmpty() ? text : text + QStringLiteral(" \u2014 ") + note_);
 }
+
+void TimelineChart::setNote(const QString& note) {
+  note_ = note;
+  updateTitle();
+  requestReplot();
+}
+
+QString TimelineChart::title() const { return title_->text(); }
 
 void TimelineChart::updateRows() {
   const int rows = rowCount();

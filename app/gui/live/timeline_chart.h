@@ -26,6 +26,10 @@ class TimelineChart : public ChartPlot {
   /// Replaces the blocks: one per event (event.device = row), and the iteration's end.
   void setTimeline(const std::vector<TimelineEvent>& events, double iteration_ms, bool measured);
   void clear();
+  /// A line after the title, e.g. that this is the first iteration after a recovery;
+  /// empty removes it. Kept across setTimeline(), removed by clear().
+  void setNote(const QString& note);
+  QString title() const;
 
   int blockCount() const { return static_cast<int>(blocks_->blocks().size()); }
   const std::vector<TimelineBlock>& blocks() const { return blocks_->blocks(); }
@@ -53,6 +57,7 @@ class TimelineChart : public ChartPlot {
   QStringList names_;
   double iteration_ms_ = 0;
   bool measured_ = false;
+  QString note_;
 };
 
 }  // namespace stagecraft::gui
