@@ -262,8 +262,8 @@
     </message>
     <message>
         <location filename="../app/gui/live/chart_feed.cpp" line="31"/>
-        <source>running again %1 s after losing %2, from step %3</source>
-        <translation>丢失 %2 后 %1 秒恢复运行，从第 %3 步开始</translation>
+        <source>back %1 s after losing %2</source>
+        <translation>丢失 %2 后 %1 秒恢复</translation>
     </message>
 </context>
 <context>
@@ -743,7 +743,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="132"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="143"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="158"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -1236,51 +1236,61 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window_training.cpp" line="113"/>
-        <source>%1 computes %2% slower than the plan expects, next to the other devices.</source>
-        <translation>与其他设备相比，%1 的计算比计划预期慢 %2%。</translation>
+        <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
+        <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="117"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="128"/>
+        <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
+        <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="134"/>
+        <source>Continue at learning rate %1</source>
+        <translation>以学习率 %1 继续</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
+        <source>Training diverged at step %1.</source>
+        <translation>训练在第 %1 步发散。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="121"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="120"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
-        <source>%1 No other plan is predicted to be faster.</source>
-        <translation>%1 没有预计更快的其他计划。</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="132"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="147"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="133"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="148"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="159"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1956,7 +1966,9 @@
         <location filename="../app/gui/live/training_controller.cpp" line="414"/>
         <location filename="../app/gui/live/training_controller.cpp" line="427"/>
         <location filename="../app/gui/live/training_controller.cpp" line="464"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="576"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="479"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="504"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="608"/>
         <source>Coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -2037,14 +2049,14 @@
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
+        <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
+    </message>
+    <message>
         <location filename="../app/gui/live/training_controller.cpp" line="389"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
-        <source>%1 computes %2% slower than the plan expects, next to the other devices.</source>
-        <translation>与其他设备相比，%1 的计算比计划预期慢 %2%。</translation>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="423"/>
@@ -2057,43 +2069,73 @@
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="425"/>
+        <source>%1 No other plan is predicted to be faster.</source>
+        <translation>%1 没有预计更快的其他计划。</translation>
+    </message>
+    <message>
         <location filename="../app/gui/live/training_controller.cpp" line="465"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="484"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="533"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="480"/>
+        <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
+        <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="497"/>
+        <source>Deploy a plan before training.</source>
+        <translation>请先部署计划再训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="498"/>
+        <source>Cannot change the learning rate while %1.</source>
+        <translation>%1时无法更改学习率。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="499"/>
+        <source>The learning rate must be positive.</source>
+        <translation>学习率必须为正数。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="505"/>
+        <source>Training goes on at learning rate %1 from step %2.</source>
+        <translation>训练以学习率 %1 从第 %2 步继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="516"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="565"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="485"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="517"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="508"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="540"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="535"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="567"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="568"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="600"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="575"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="607"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="577"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="609"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -109,7 +109,8 @@ int runRun(std::span<const std::string> args) {
   const bool from_file = parsed.has("plan");
   const bool resuming = parsed.has("resume");
   if (resuming) {
-    for (const char* flag : {"plan", "lr", "momentum", "weight-decay", "data", "data-path", "labels-path", "seed",
+    // --lr may change: a run that diverged goes on from its checkpoint at a lower rate.
+    for (const char* flag : {"plan", "momentum", "weight-decay", "data", "data-path", "labels-path", "seed",
                              "optimizer", "batch", "microbatches", "schedule"}) {
       if (parsed.has(flag)) throw Error(std::string("run: --resume takes --") + flag + " from the checkpoint");
     }
@@ -178,7 +179,10 @@ int runRun(std::span<const std::string> args) {
   if (optimizer == Optimizer::Invalid) throw Error("plan: optimizer must be sgd or adam");
   training.lr = parsed.value("lr") == "auto" ? (optimizer == Optimizer::Adam ? 0.001 : 0.05)
                                              : parseNumber("lr", parsed.value("lr"));
-  if (resuming) training = control::checkpointOptions(*checkpoint);
+  if (resuming) {
+    training = control::checkpointOptions(*checkpoint);
+    if (parsed.has("lr")) training.lr = parseNumber("lr", parsed.value("lr"));
+  }
   control::checkTrainingOptions(training);
 
   // The workers: running ones, or local ones for this run. From here on Ctrl-C ends the
@@ -415,18 +419,34 @@ int runRun(std::span<const std::string> args) {
   }
   report.set_backup_ms(result.backup_ms);
   report.set_backup_share(result.backup_share);
+  if (result.diverged) {
+    auto* d = report.mutable_diverged();
+    d->set_step(result.diverged->step);
+    d->set_loss(result.diverged->loss);
+    d->set_level(result.diverged->level);
+    d->set_reason(result.diverged->reason);
+    d->set_kept_step(result.diverged->kept_step);
+  }
   report.set_training_ms(result.training_ms);
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
+  if (result.diverged) printDivergence(*result.diverged, training.lr, settings.checkpoint_dir, steps, std::cerr);
+  const int status = result.diverged ? kExitInternal : kExitOk;
   if (json) {
     printJson(report);
-    return kExitOk;
+    return status;
   }
   const double ratio = report.predicted_samples_per_second() > 0
                            ? report.samples_per_second() / report.predicted_samples_per_second()
                            : 0;
-  std::cout << "\nTrained " << model.name() << " on " << cluster.name() << " for " << report.steps() << " steps in "
-            << fixed(report.wall_seconds(), 1) << " s\n"
-            << "  loss " << fixed(result.steps.empty() ? 0 : result.steps.front().loss, 4) << " -> "
+  if (result.diverged) {
+    std::cout << "\nStopped training " << model.name() << " on " << cluster.name() << " at step " << report.steps()
+              << " of " << steps << " (diverged at step " << result.diverged->step << ") after "
+              << fixed(report.wall_seconds(), 1) << " s\n";
+  } else {
+    std::cout << "\nTrained " << model.name() << " on " << cluster.name() << " for " << report.steps() << " steps in "
+              << fixed(report.wall_seconds(), 1) << " s\n";
+  }
+  std::cout << "  loss " << fixed(result.steps.empty() ? 0 : result.steps.front().loss, 4) << " -> "
             << fixed(report.final_loss(), 4) << "\n"
             << "  measured " << fixed(report.samples_per_second(), 1) << " samples/s, predicted "
             << fixed(report.predicted_samples_per_second(), 1) << " samples/s (" << percent(ratio)
@@ -463,7 +483,7 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")
               << " (open it in https://ui.perfetto.dev)\n";
   }
-  return kExitOk;
+  return status;
 }
 
 }  // namespace stagecraft::cli

@@ -1,6 +1,7 @@
 #include "run_support.h"
 
 #include <charconv>
+#include <cstdio>
 
 #include "control/replan.h"
 #include "io/error.h"
@@ -154,8 +155,8 @@ void printFailureNotice(const control::Recovery& r, std::ostream& out) {
 }
 
 void printStraggler(const control::StragglerNotice& n, std::ostream& out) {
-  out << "after step " << n.step << ": " << n.device << " computes " << percent(n.slower_by - 1)
-      << " slower than the plan expects, next to the other devices; ";
+  out << "after step " << n.step << ": " << n.device << " takes " << fixed(n.slower_by, 2)
+      << "x as long as the plan expects, next to the other devices; ";
   if (n.gain <= 0) {
     out << "no other plan was found\n";
   } else if (n.applying) {
@@ -163,6 +164,20 @@ void printStraggler(const control::StragglerNotice& n, std::ostream& out) {
   } else {
     out << "a re-plan is predicted " << fixed(n.gain, 2) << "x faster (--auto-replan applies such re-plans; SIGHUP "
         << "re-plans now)\n";
+  }
+}
+
+void printDivergence(const control::Divergence& d, double lr, const std::string& checkpoint_dir, std::int64_t steps,
+                     std::ostream& out) {
+  char lower[32];
+  std::snprintf(lower, sizeof lower, "%g", lr / 5);
+  out << "stagecraft-cli: training diverged at step " << d.step << ": " << d.reason
+      << "; stopped, and the workers went back to the weights of step " << d.kept_step << "\n"
+      << "  lower the learning rate (now " << lr << "), e.g. ";
+  if (checkpoint_dir.empty()) {
+    out << "--lr " << lower << " (with --checkpoint-dir DIR a run can also go on from where it stopped)\n";
+  } else {
+    out << "stagecraft-cli run --resume " << checkpoint_dir << " --steps " << steps << " --lr " << lower << "\n";
   }
 }
 

@@ -148,9 +148,13 @@ void printCalibration(const Calibration& c, std::int64_t step, double predicted_
 void printStages(const Plan& plan, const ModelSpec& model, const Cluster& cluster, std::ostream& out);
 /// A device was lost: what the run does about it.
 void printFailureNotice(const control::Recovery& r, std::ostream& out);
-/// "after step N: D has been 38% slower than planned for 5 steps; a re-plan is predicted
-/// 1.30x faster (re-planning / --auto-replan applies it, SIGHUP re-plans now)".
+/// "after step N: D takes 1.38x as long as the plan expects, next to the other devices; a
+/// re-plan is predicted 1.30x faster (--auto-replan applies such re-plans; SIGHUP re-plans now)".
 void printStraggler(const control::StragglerNotice& n, std::ostream& out);
+/// What the divergence guard did and how to go on: a lower learning rate, from the
+/// checkpoint when the run writes one.
+void printDivergence(const control::Divergence& d, double lr, const std::string& checkpoint_dir, std::int64_t steps,
+                     std::ostream& out);
 /// The run goes on after a recovery or a re-plan: how long it took and the plan now.
 void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                    std::ostream& out);

@@ -465,7 +465,7 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
   };
 
   while (!aggregator.finished()) {
-    if (cancel && cancel->load()) {
+    if ((cancel && cancel->load()) || (callbacks.halt && callbacks.halt())) {
       stopQuietly();
       result.cancelled = true;
       result.wall_seconds = secondsSince(started_at_);

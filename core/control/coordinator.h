@@ -57,6 +57,9 @@ struct TrainingCallbacks {
   /// Every member's IterationReport as it arrives (before the step it completes, if any,
   /// reaches on_step). `member` indexes assignments(); memberDevice() maps it to the cluster.
   std::function<void(int member, const v1::IterationReport& report)> on_iteration;
+  /// Polled with the cancel flag: true stops the workers mid-step and ends wait() as a
+  /// cancel does (the caller knows why).
+  std::function<bool()> halt;
 };
 
 struct TrainingResult {

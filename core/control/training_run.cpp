@@ -48,7 +48,8 @@ TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, 
       coordinator_(std::make_unique<Coordinator>(*cluster_, coordinator_options_)),
       step_(options_.start_step),
       backup_step_(options_.start_step),
-      checkpoint_step_(options_.start_step) {}
+      checkpoint_step_(options_.start_step),
+      divergence_(settings_.divergence) {}
 
 TrainingRun::~TrainingRun() = default;
 
@@ -114,7 +115,7 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
   install(plan, std::make_shared<const Cluster>(over), &weights);
 }
 
-void TrainingRun::install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
+void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
   TrainingOptions options = options_;
   options.backup_every = std::max<std::int64_t>(settings_.backup_every, 0);
@@ -380,6 +381,46 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   return rec;
 }
 
+void TrainingRun::goBackFrom(Divergence& divergence, RunResult& result) {
+  // The loss of step s comes from the weights after s - 1 steps: those after s - 2 are the
+  // last known good. The stages stopped at most a step past s, their last three states kept.
+  std::vector<std::string> deployed;
+  for (const Device& d : deployed_->cluster->devices()) deployed.push_back(d.name);
+  for (const std::int64_t at_most : {divergence.step - 2, divergence.step - 1}) {
+    if (at_most <= backup_step_ || settings_.backup_every <= 0) break;
+    auto weights = gatherBackups(*deployed_->coordinator, deployed, at_most, settings_.probe_deadline * 5);
+    if (weights && weights->step > backup_step_) {
+      backup_step_ = weights->step;
+      backup_ = std::move(*weights);
+      break;
+    }
+  }
+  divergence.kept_step = backup_step_;
+  std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
+  install(deployed_->plan, deployed_->cluster, backup_ ? &*backup_ : nullptr);
+  divergence_.reset();
+  diverged_ = true;
+  if (!settings_.checkpoint_dir.empty() && backup_) writeCheckpointNow(result);
+}
+
+void TrainingRun::setLearningRate(double lr) {
+  if (!(lr > 0) || !std::isfinite(lr)) throw Error("the learning rate must be positive");
+  if (!deployed_) {
+    options_.lr = lr;
+    return;
+  }
+  if (!diverged_) {
+    // The exact state at this boundary.
+    ModelWeights weights = deployed_->coordinator->collectWeights(true);
+    backup_step_ = weights.step;
+    backup_ = std::move(weights);
+  }
+  options_.lr = lr;
+  install(deployed_->plan, deployed_->cluster, backup_ ? &*backup_ : nullptr);
+  divergence_.reset();
+  diverged_ = false;
+}
+
 Recovery TrainingRun::replanNow(const ReplanRequest& request) {
   if (!deployed_) throw Error("nothing is deployed to re-plan");
   RunResult scratch;
@@ -399,6 +440,8 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   std::optional<Recovery> pending;    // a recovery waiting for its first step
   Clock::time_point pending_since;
   int failures = 0;
+  std::optional<Divergence> diverged;
+  diverged_ = false;
 
   TrainingCallbacks callbacks;
   callbacks.on_step = [&](const StepResult& s) {
@@ -412,8 +455,10 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       pending.reset();
     }
     if (events.on_step) events.on_step(s);
-    if (step_ < target) watchStragglers(events);
+    if (!diverged) diverged = divergence_.observe(s.step, s.loss);
+    if (step_ < target && !diverged) watchStragglers(events);
   };
+  callbacks.halt = [&] { return diverged.has_value(); };
   callbacks.on_log = [&](const std::string& worker, const std::string& text) {
     if (events.on_log) events.on_log(worker, text);
   };
@@ -459,6 +504,11 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       const std::int64_t n = segmentSteps(target);
       const auto began = Clock::now();
       const TrainingResult segment = deployed_->coordinator->train(n, callbacks, cancel);
+      if (diverged) {
+        goBackFrom(*diverged, result);
+        result.diverged = diverged;
+        break;
+      }
       if (segment.cancelled) {
         result.cancelled = true;
         break;

@@ -19,6 +19,7 @@
 
 #include "cluster/cluster.h"
 #include "control/coordinator.h"
+#include "control/divergence.h"
 #include "control/replan.h"
 #include "control/stragglers.h"
 #include "cost/cost_model.h"
@@ -92,6 +93,10 @@ struct RunSettings {
   /// replan_gain (a Straggler recovery).
   StragglerRule straggler;
   bool auto_replan = false;
+  /// The divergence guard: a step whose loss is not finite or far above its running level
+  /// stops the run at once; it goes back to the workers' backup from before that step (the
+  /// last good weights) and train() returns with RunResult::diverged.
+  DivergenceRule divergence;
 };
 
 /// A device slower than its plan expected (see RunSettings::straggler).
@@ -136,6 +141,9 @@ struct RunResult {
   double backup_share = 0;
   std::int64_t checkpoint_step = -1;  ///< of the last checkpoint written, -1 for none
   double training_ms = 0;     ///< time spent in segments
+  /// The guard stopped the run: where, why, and the step it went back to (the run's step();
+  /// `steps` ends there).
+  std::optional<Divergence> diverged;
 };
 
 /// A re-plan asked for by the user: this plan over this cluster (every device with a worker
@@ -189,6 +197,11 @@ class TrainingRun {
   /// requestReplan()): collects the weights, deploys the new plan from them.
   Recovery replanNow(const ReplanRequest& request);
 
+  /// Trains on with learning rate `lr` from where the run stands (after a divergence: the
+  /// weights it went back to): redeploys the plan with the new rate. Between train() calls.
+  void setLearningRate(double lr);
+  double learningRate() const { return options_.lr; }
+
   /// From any thread: the run ends at its next step boundary (train() returns stopped).
   /// A stop asked for before train() starts is dropped.
   void requestStop();
@@ -210,7 +223,7 @@ class TrainingRun {
  private:
   struct Deployed;
 
-  void install(const Plan& plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);
+  void install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);  // plan by value: it may be the deployed one
   void takeBackup(RunResult& result);
   bool checkpointDue() const;
   /// The newest state every stage still has on a live device (named in `live`), when newer
@@ -253,7 +266,12 @@ class TrainingRun {
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
 
+  /// The guard tripped: back to the newest backup before the diverged step, installed.
+  void goBackFrom(Divergence& divergence, RunResult& result);
+
   std::string rejected_joins_;  // the last set of joining devices that brought no gain
+  DivergenceWatch divergence_;
+  bool diverged_ = false;  // the last train() ended diverged: the workers hold backup_
   StragglerWatch stragglers_;
 
   std::mutex requests_mutex_;

@@ -269,3 +269,50 @@ TEST(TrainingRun, AutoReplanMovesWorkOffAStraggler) {
 
 }  // namespace
 }  // namespace stagecraft::control
+
+namespace stagecraft::control {
+namespace {
+
+TEST(TrainingRun, TheDivergenceGuardStopsGoesBackAndALowerRateGoesOn) {
+  // The last stage's loss explodes from step 30 on while the learning rate is 0.05 or more.
+  Fakes fakes(2, {}, [](int i, FakeWorkerScript& script) {
+    if (i != 1) return;
+    script.events = [](std::int64_t step, const v1::StageAssignment& assignment) {
+      v1::TelemetryEvent e = stagecraft::testing::defaultIteration(step, assignment, 2);
+      if (step >= 30 && assignment.optimizer().lr() >= 0.05) e.mutable_iteration()->set_loss(989376024.0);
+      return std::vector<v1::TelemetryEvent>{e};
+    };
+  });
+  TrainingOptions options;
+  options.lr = 0.05;
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, options,
+                  stagecraft::testing::quickOptions(), quickSettings());
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  const RunResult result = run.train(100);
+  ASSERT_TRUE(result.diverged);
+  const Divergence& d = *result.diverged;
+  EXPECT_EQ(d.step, 30);
+  EXPECT_NE(d.reason.find("running level"), std::string::npos) << d.reason;
+  // Back to the state before the weights that gave that loss: after step 28 (29 when the
+  // stages had already moved past the states they keep).
+  EXPECT_GE(d.kept_step, 28);
+  EXPECT_LE(d.kept_step, 29);
+  EXPECT_EQ(run.step(), d.kept_step);
+  ASSERT_FALSE(result.steps.empty());
+  EXPECT_EQ(result.steps.back().step, d.kept_step);
+  for (const auto& a : run.deployment().assignments()) EXPECT_EQ(a.start_step(), d.kept_step);
+
+  run.setLearningRate(0.01);
+  EXPECT_DOUBLE_EQ(run.learningRate(), 0.01);
+  for (const auto& a : run.deployment().assignments()) {
+    EXPECT_DOUBLE_EQ(a.optimizer().lr(), 0.01);
+    EXPECT_EQ(a.start_step(), d.kept_step);
+  }
+  const RunResult again = run.train(100);
+  EXPECT_FALSE(again.diverged);
+  EXPECT_EQ(run.step(), 100);
+  EXPECT_EQ(again.steps.front().step, d.kept_step + 1);
+}
+
+}  // namespace
+}  // namespace stagecraft::control

@@ -164,10 +164,10 @@ class LiveChartsTest : public QObject {
     QCOMPARE(timeline->blocks()[1].row, 1);
 
     // A note (the first iterations after a recovery) follows the title until removed.
-    timeline->setNote(QStringLiteral("running again 0.80 s after losing nx-1, from step 12"));
+    timeline->setNote(QStringLiteral("back 0.8 s after losing nx-1"));
     charts.setTimeline(measured, 12, true);
     QVERIFY(timeline->title().startsWith(QStringLiteral("Measured Iteration: 12.0 ms")));
-    QVERIFY(timeline->title().endsWith(QStringLiteral("after losing nx-1, from step 12")));
+    QVERIFY(timeline->title().endsWith(QStringLiteral("back 0.8 s after losing nx-1")));
     timeline->setNote({});
     QCOMPARE(timeline->title(), QStringLiteral("Measured Iteration: 12.0 ms"));
   }

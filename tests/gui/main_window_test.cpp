@@ -66,7 +66,7 @@ class MainWindowTest : public QObject {
     const Cluster cluster = window.session()->cluster();
     Q_EMIT window.controller()->stragglerNoticed(QStringLiteral("nano-2"), 1.38, 1.3, false, plan, cluster);
     QVERIFY(!banner->isHidden());
-    QVERIFY(banner->text().contains(QStringLiteral("nano-2 computes 38% slower")));
+    QVERIFY(banner->text().contains(QStringLiteral("nano-2 takes 1.38x as long as the plan expects")));
     QVERIFY(banner->text().contains(QStringLiteral("1.30x faster")));
     QVERIFY(!banner->actionButton()->isHidden());
     QCOMPARE(banner->actionButton()->text(), QStringLiteral("Re-plan"));
@@ -76,6 +76,17 @@ class MainWindowTest : public QObject {
     QVERIFY(banner->actionButton()->isHidden());
     banner->dismiss();
     QVERIFY(banner->isHidden());
+
+    // A notice that offers something is not replaced by one that offers nothing.
+    QVERIFY(banner->showNotice(QStringLiteral("tx2 answers again."), QStringLiteral("Re-plan with tx2"), [] {}));
+    QVERIFY(!banner->showNotice(QStringLiteral("something to read")));
+    QCOMPARE(banner->text(), QStringLiteral("tx2 answers again."));
+
+    // A divergence offers to go on at a lower learning rate.
+    Q_EMIT window.controller()->diverged(27, 989376024.0, 25, 0.05);
+    QVERIFY(banner->text().contains(QStringLiteral("Training diverged at step 27")));
+    QVERIFY(banner->text().contains(QStringLiteral("weights of step 25")));
+    QCOMPARE(banner->actionButton()->text(), QStringLiteral("Continue at learning rate 0.01"));
   }
 };
 

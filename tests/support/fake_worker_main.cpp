@@ -3,8 +3,9 @@
 // tested without LibTorch. STAGECRAFT_FAKE_FAIL=<device>@<step> makes that device report
 // an error at that step, STAGECRAFT_FAKE_DIE=<device>@<step> makes it vanish there as if
 // SIGKILLed, STAGECRAFT_FAKE_SLOW=<device>@<step> makes its compute take three times as
-// long from that step on (a straggler); STAGECRAFT_FAKE_STEP_MS sets the time per step
-// (default 5).
+// long from that step on (a straggler), STAGECRAFT_FAKE_DIVERGE=<step> makes the last
+// stage's loss explode from that step on while the learning rate is 0.05 or more;
+// STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
 #include <signal.h>
 
 #include <cstdlib>
@@ -65,6 +66,17 @@ int main(int argc, char** argv) {
         return std::vector<stagecraft::v1::TelemetryEvent>{e};
       };
     }
+  }
+  if (const char* diverge = std::getenv("STAGECRAFT_FAKE_DIVERGE")) {
+    const std::int64_t from = std::atoll(diverge);
+    const double ms = script.iteration_ms;
+    script.events = [from, ms](std::int64_t step, const stagecraft::v1::StageAssignment& assignment) {
+      stagecraft::v1::TelemetryEvent e = stagecraft::testing::defaultIteration(step, assignment, ms);
+      if (step >= from && assignment.optimizer().lr() >= 0.05 && e.iteration().loss_samples() > 0) {
+        e.mutable_iteration()->set_loss(989376024.0);
+      }
+      return std::vector<stagecraft::v1::TelemetryEvent>{e};
+    };
   }
   const auto colon = listen.rfind(':');
   const int port = std::atoi(listen.c_str() + colon + 1);

@@ -28,7 +28,7 @@ ChartFeed::ChartFeed(TrainingController* controller, LiveCharts* charts, QObject
     if (device.isEmpty() || device != lost_) return;  // a re-plan, a join, a straggler
     lost_.clear();
     charts_->timelineChart()->setNote(
-        tr("running again %1 s after losing %2, from step %3").arg(seconds, 0, 'f', 2).arg(device).arg(step + 1));
+        tr("back %1 s after losing %2").arg(seconds, 0, 'f', 1).arg(device));
     note_until_step_ = step + kNoteSteps;
   });
 }

@@ -417,12 +417,12 @@ control::RunEvents TrainingController::runEvents() {
   };
   events.on_straggler = [this](const control::StragglerNotice& n) {
     const QString device = QString::fromStdString(n.device);
-    const QString slower = tr("%1 computes %2% slower than the plan expects, next to the other devices.")
+    const QString slower = tr("%1 takes %2x as long as the plan expects, next to the other devices.")
                                .arg(device)
-                               .arg((n.slower_by - 1) * 100, 0, 'f', 0);
+                               .arg(n.slower_by, 0, 'f', 2);
     const QString text = n.applying ? tr("%1 Re-planning, predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
                           : n.gain > 0 ? tr("%1 A re-plan is predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
-                                       : slower;
+                                       : tr("%1 No other plan is predicted to be faster.").arg(slower);
     toGui([this, n, device, text] {
       Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
       Q_EMIT stragglerNoticed(device, n.slower_by, n.gain, n.applying, n.plan.value_or(Plan{}),
@@ -470,11 +470,43 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
     });
     return;
   }
+  if (result.diverged) {
+    const control::Divergence dv = *result.diverged;
+    const double lr = d.run->learningRate();
+    toGui([this, dv, lr, target] {
+      current_step_ = dv.kept_step;
+      target_step_ = target;
+      Q_EMIT logMessage(tr("Coordinator"), QtCriticalMsg,
+                        tr("Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.")
+                            .arg(dv.step)
+                            .arg(QString::fromStdString(dv.reason))
+                            .arg(dv.kept_step));
+      setState(TrainingState::Stopped);
+      Q_EMIT diverged(dv.step, dv.loss, dv.kept_step, lr);
+    });
+    return;
+  }
   toGui([this, step, target] {
     current_step_ = step;
     setState(TrainingState::Stopped);
     if (step >= target) Q_EMIT trainingFinished(step);
   });
+}
+
+bool TrainingController::continueWithLearningRate(double lr) {
+  if (!deployment_ && !plan_) return refuse(tr("Deploy a plan before training."));
+  if (state_ != TrainingState::Stopped) return refuse(tr("Cannot change the learning rate while %1.").arg(stateText(state_).toLower()));
+  if (!(lr > 0)) return refuse(tr("The learning rate must be positive."));
+  setState(TrainingState::Training);
+  enqueue([this, lr, target = static_cast<std::int64_t>(target_step_)] {
+    deployment_->run->setLearningRate(lr);
+    toGui([this, lr] {
+      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+                        tr("Training goes on at learning rate %1 from step %2.").arg(lr).arg(current_step_));
+    });
+    trainJob(target, true);
+  });
+  return true;
 }
 
 // ---- re-planning ----

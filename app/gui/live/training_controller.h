@@ -110,6 +110,9 @@ class TrainingController : public QObject {
   /// run's cluster that answers now, taking in `devices` (named for the log) that joined or
   /// came back. Refused otherwise.
   bool includeDevices(const QString& devices);
+  /// After the divergence guard stopped the run: trains on to the run's target at learning
+  /// rate `lr` from the weights it went back to.
+  bool continueWithLearningRate(double lr);
 
  Q_SIGNALS:
   void stateChanged(stagecraft::gui::TrainingState state);
@@ -149,6 +152,9 @@ class TrainingController : public QObject {
   /// `device` has computed `slower_by` times slower than the plan expected, next to the
   /// others, for several steps; `plan` over `cluster` is predicted `gain` times faster (0:
   /// no plan found). `applying`: the run re-plans onto it by itself.
+  /// The divergence guard stopped the run at `step` (its loss `loss`); the workers hold the
+  /// weights of `kept_step`; training used learning rate `lr`. State Stopped.
+  void diverged(qint64 step, double loss, qint64 kept_step, double lr);
   void stragglerNoticed(const QString& device, double slower_by, double gain, bool applying,
                         const stagecraft::Plan& plan, const stagecraft::Cluster& cluster);
 

@@ -110,17 +110,32 @@ void MainWindow::connectController() {
   connect(controller_, &TrainingController::stragglerNoticed, this,
           [this](const QString& device, double slower_by, double gain, bool applying, const Plan& plan,
                  const Cluster& cluster) {
-            const QString what = tr("%1 computes %2% slower than the plan expects, next to the other devices.")
+            const QString what = tr("%1 takes %2x as long as the plan expects, next to the other devices.")
                                      .arg(device)
-                                     .arg((slower_by - 1) * 100, 0, 'f', 0);
+                                     .arg(slower_by, 0, 'f', 2);
+            // Without a faster plan there is nothing to do: the log has it.
             if (applying) {
+              notice_->dismiss();  // the run acts by itself: an older offer is moot
               notice_->showNotice(tr("%1 Re-planning around it (predicted %2x faster).").arg(what).arg(gain, 0, 'f', 2));
             } else if (gain >= 1.1 && !plan.stages.empty()) {
               notice_->showNotice(tr("%1 A re-plan is predicted %2x faster.").arg(what).arg(gain, 0, 'f', 2),
                                   tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
-            } else {
-              notice_->showNotice(tr("%1 No other plan is predicted to be faster.").arg(what));
             }
+          });
+  connect(controller_, &TrainingController::diverged, this,
+          [this](qint64 step, double loss, qint64 kept_step, double lr) {
+            const double lower = lr / 5;
+            notice_->showNotice(tr("Training diverged at step %1 (loss %2): stopped, and the workers went back to "
+                                   "the weights of step %3. Learning rate %4 is too high.")
+                                    .arg(step)
+                                    .arg(loss, 0, 'g', 4)
+                                    .arg(kept_step)
+                                    .arg(lr),
+                                tr("Continue at learning rate %1").arg(lower), [this, lower] {
+                                  training_->setLearningRate(lower);
+                                  controller_->continueWithLearningRate(lower);
+                                });
+            statusBar()->showMessage(tr("Training diverged at step %1.").arg(step), 10000);
           });
 
   devices_->setMonitoring(true);

@@ -30,12 +30,14 @@ NoticeBanner::NoticeBanner(QWidget* parent) : QFrame(parent) {
   hide();
 }
 
-void NoticeBanner::showNotice(const QString& text, const QString& action_text, std::function<void()> action) {
+bool NoticeBanner::showNotice(const QString& text, const QString& action_text, std::function<void()> action) {
+  if (action_text.isEmpty() && !isHidden() && on_action_) return false;
   label_->setText(text);
   action_->setText(action_text);
   action_->setVisible(!action_text.isEmpty());
   on_action_ = std::move(action);
   show();
+  return true;
 }
 
 void NoticeBanner::dismiss() {

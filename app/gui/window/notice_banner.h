@@ -18,8 +18,9 @@ class NoticeBanner : public QFrame {
   explicit NoticeBanner(QWidget* parent = nullptr);
 
   /// Shows `text` with a button labelled `action_text` that runs `action` and closes the
-  /// notice (no button when `action_text` is empty).
-  void showNotice(const QString& text, const QString& action_text = {}, std::function<void()> action = {});
+  /// notice (no button when `action_text` is empty). A notice without an action does not
+  /// replace a shown one that offers one (the log keeps it): returns whether it is shown.
+  bool showNotice(const QString& text, const QString& action_text = {}, std::function<void()> action = {});
   void dismiss();
   QString text() const;
   QPushButton* actionButton() const { return action_; }

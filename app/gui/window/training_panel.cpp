@@ -183,4 +183,9 @@ void TrainingPanel::restore() {
   profile_->setChecked(settings.value(QStringLiteral("profile"), true).toBool());
 }
 
+void TrainingPanel::setLearningRate(double lr) {
+  lr_->setValue(lr);
+  save();
+}
+
 }  // namespace stagecraft::gui

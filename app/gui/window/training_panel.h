@@ -34,6 +34,7 @@ class TrainingPanel : public QWidget {
   bool profileBeforeDeploy() const;
 
   void setPlanner(const QString& name);
+  void setLearningRate(double lr);
   void setRequest(const PlanRequest& request);
 
  Q_SIGNALS:
