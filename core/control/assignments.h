@@ -16,7 +16,7 @@ namespace stagecraft::control {
 /// the optimizer's kind).
 struct TrainingOptions {
   std::string job;  ///< empty: the coordinator names one after the model
-  double lr = 0.05;
+  double lr = 0.02;  // SGD: mlp trains 200 steps without diverging (0.05 diverged at step ~24)
   double momentum = 0.9;  ///< SGD
   double weight_decay = 0;
   double beta1 = 0.9;  ///< Adam

@@ -190,7 +190,9 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
   const RunResult result = run.train(1000, events);
   EXPECT_TRUE(result.stopped);
   EXPECT_LT(run.step(), 1000);
-  EXPECT_GE(run.step(), 3);
+  // The re-plan asked for at step 2 lands at the end of that segment (step 2 itself when a
+  // loaded machine makes segments one step long); the stop at the next boundary after it.
+  EXPECT_GE(run.step(), 2);
   ASSERT_EQ(result.recoveries.size(), 1u);
   EXPECT_EQ(result.recoveries[0].kind, RecoveryKind::Manual);
   EXPECT_EQ(result.recoveries[0].replayed_steps, 0);

@@ -54,7 +54,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   lr_->setDecimals(5);
   lr_->setRange(0.00001, 10.0);
   lr_->setSingleStep(0.01);
-  lr_->setValue(0.05);
+  lr_->setValue(0.02);
   form->addRow(tr("&Learning rate:"), lr_);
 
   steps_ = new QSpinBox(this);
@@ -93,7 +93,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   update_data_fields();
   // An optimizer's usual rate when the user switches.
   connect(optimizer_, &QComboBox::currentIndexChanged, this, [this] {
-    lr_->setValue(optimizer() == Optimizer::Adam ? 0.001 : 0.05);
+    lr_->setValue(optimizer() == Optimizer::Adam ? 0.001 : 0.02);
   });
   for (QSpinBox* box : {batch_, microbatches_}) {
     connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::requestChanged);
@@ -174,7 +174,7 @@ void TrainingPanel::restore() {
   microbatches_->setValue(settings.value(QStringLiteral("microbatches"), 0).toInt());
   select(schedule_, settings.value(QStringLiteral("schedule"), QStringLiteral("1f1b")));
   select(optimizer_, settings.value(QStringLiteral("optimizer"), QStringLiteral("sgd")));
-  lr_->setValue(settings.value(QStringLiteral("lr"), 0.05).toDouble());
+  lr_->setValue(settings.value(QStringLiteral("lr"), 0.02).toDouble());
   steps_->setValue(settings.value(QStringLiteral("steps"), 200).toInt());
   select(data_, settings.value(QStringLiteral("data"), QStringLiteral("synthetic")));
   data_path_->setText(settings.value(QStringLiteral("data_path")).toString());
