@@ -660,42 +660,42 @@
 <context>
     <name>stagecraft::gui::LogPanel</name>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="38"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="40"/>
         <source>All Levels</source>
         <translation>所有级别</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="39"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="41"/>
         <source>Warnings and Errors</source>
         <translation>警告和错误</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="40"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="42"/>
         <source>Errors Only</source>
         <translation>仅错误</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="41"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="43"/>
         <source>Show messages of this level and worse</source>
         <translation>显示此级别及更严重级别的消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="44"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="46"/>
         <source>Filter messages</source>
         <translation>筛选消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="48"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="50"/>
         <source>Clear</source>
         <translation>清除</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="49"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="51"/>
         <source>Remove every message</source>
         <translation>删除所有消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="76"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="86"/>
         <source>Level:</source>
         <translation>级别：</translation>
     </message>
@@ -1959,20 +1959,6 @@
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="205"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="227"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="427"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="464"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="479"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="504"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="608"/>
-        <source>Coordinator</source>
-        <translation>协调器</translation>
-    </message>
-    <message>
         <location filename="../app/gui/live/training_controller.cpp" line="228"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
@@ -2057,6 +2043,20 @@
         <location filename="../app/gui/live/training_controller.cpp" line="389"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="205"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="227"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="427"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="464"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="479"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="504"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="608"/>
+        <source>coordinator</source>
+        <translation>协调器</translation>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="423"/>

@@ -420,7 +420,8 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
                              options_.silence_limit));
     }
     if (item.event.has_log()) {
-      if (callbacks.on_log) callbacks.on_log(who.name, item.event.log());
+      // The worker's greeting on every stream it opens is protocol, not news for a user.
+      if (callbacks.on_log && item.event.log() != "telemetry subscribed") callbacks.on_log(who.name, item.event.log());
       return;
     }
     if (item.event.has_iteration() && callbacks.on_iteration) callbacks.on_iteration(m, item.event.iteration());

@@ -1,5 +1,7 @@
 #include "live/log_panel.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -58,7 +60,15 @@ LogPanel::LogPanel(LogModel* model, QWidget* parent)
   view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 6);
   view_->horizontalHeader()->setStretchLastSection(true);
   view_->horizontalHeader()->setSectionResizeMode(LogModel::TimeColumn, QHeaderView::ResizeToContents);
-  view_->horizontalHeader()->setSectionResizeMode(LogModel::LevelColumn, QHeaderView::ResizeToContents);
+  // Wide enough for the longest level name (in this language) whatever rows are in view:
+  // sizing to the visible rows cut "Warning" short once the first rows were all "Info".
+  int level_width = view_->horizontalHeader()->fontMetrics().horizontalAdvance(
+      view_->model()->headerData(LogModel::LevelColumn, Qt::Horizontal).toString());
+  for (const auto level : {LogModel::Level::Info, LogModel::Level::Warning, LogModel::Level::Error}) {
+    level_width = std::max(level_width, view_->fontMetrics().horizontalAdvance(LogModel::levelLabel(level)));
+  }
+  view_->horizontalHeader()->setSectionResizeMode(LogModel::LevelColumn, QHeaderView::Interactive);
+  view_->setColumnWidth(LogModel::LevelColumn, level_width + 24);
   view_->setColumnWidth(LogModel::SourceColumn, 140);
 
   // Follow the newest row while the scroll bar sits at the bottom; a user who scrolls

@@ -202,7 +202,7 @@ void TrainingController::fail(const std::string& message, TrainingState next) {
   const QString text = QString::fromStdString(message);
   qCWarning(lcTrainingController) << text;
   toGui([this, text, next] {
-    Q_EMIT logMessage(tr("Coordinator"), QtCriticalMsg, text);
+    Q_EMIT logMessage(tr("coordinator"), QtCriticalMsg, text);
     if (next == TrainingState::Idle) {
       plan_.reset();
       cluster_.reset();
@@ -224,7 +224,7 @@ void TrainingController::startLocalJob(const std::string& path) {
   if (running && running->anyAlive()) {
     local_owned_ = false;
     toGui([this, name = QString::fromStdString(file.name())] {
-      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+      Q_EMIT logMessage(tr("coordinator"), QtInfoMsg,
                         tr("Using the local workers already running for cluster %1.").arg(name));
     });
   } else {
@@ -319,7 +319,7 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   publishDeployment();
   toGui([this, members, job] {
     Q_EMIT progress(tr("Deployed job %1 to %2 workers.").arg(job).arg(members), members, members);
-    Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, tr("Deployed job %1 to %2 workers.").arg(job).arg(members));
+    Q_EMIT logMessage(tr("coordinator"), QtInfoMsg, tr("Deployed job %1 to %2 workers.").arg(job).arg(members));
     setState(TrainingState::Deployed);
   });
 }
@@ -371,7 +371,7 @@ control::RunEvents TrainingController::runEvents() {
                              .arg(r.step + 1)
                              .arg(QString::fromStdString(r.reason));
     toGui([this, r, text] {
-      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
+      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg, text);
       Q_EMIT deviceLost(QString::fromStdString(r.device), QString::fromStdString(r.action), r.failed_after, r.step);
     });
   };
@@ -411,7 +411,7 @@ control::RunEvents TrainingController::runEvents() {
                    .arg(r.replayed_steps);
     }
     toGui([this, r, text, seconds] {
-      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg, text);
+      Q_EMIT logMessage(tr("coordinator"), QtInfoMsg, text);
       Q_EMIT recovered(QString::fromStdString(r.device), r.step, seconds);
     });
   };
@@ -424,7 +424,7 @@ control::RunEvents TrainingController::runEvents() {
                           : n.gain > 0 ? tr("%1 A re-plan is predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
                                        : tr("%1 No other plan is predicted to be faster.").arg(slower);
     toGui([this, n, device, text] {
-      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg, text);
+      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg, text);
       Q_EMIT stragglerNoticed(device, n.slower_by, n.gain, n.applying, n.plan.value_or(Plan{}),
                               n.cluster.value_or(Cluster{}));
     });
@@ -461,7 +461,7 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
     // cannot continue.
     deployment_.reset();
     toGui([this, step] {
-      Q_EMIT logMessage(tr("Coordinator"), QtWarningMsg,
+      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg,
                         tr("Training was cancelled after step %1; deploy again to continue.").arg(step));
       plan_.reset();
       cluster_.reset();
@@ -476,7 +476,7 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
     toGui([this, dv, lr, target] {
       current_step_ = dv.kept_step;
       target_step_ = target;
-      Q_EMIT logMessage(tr("Coordinator"), QtCriticalMsg,
+      Q_EMIT logMessage(tr("coordinator"), QtCriticalMsg,
                         tr("Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.")
                             .arg(dv.step)
                             .arg(QString::fromStdString(dv.reason))
@@ -501,7 +501,7 @@ bool TrainingController::continueWithLearningRate(double lr) {
   enqueue([this, lr, target = static_cast<std::int64_t>(target_step_)] {
     deployment_->run->setLearningRate(lr);
     toGui([this, lr] {
-      Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+      Q_EMIT logMessage(tr("coordinator"), QtInfoMsg,
                         tr("Training goes on at learning rate %1 from step %2.").arg(lr).arg(current_step_));
     });
     trainJob(target, true);
@@ -605,7 +605,7 @@ void TrainingController::replanJob(control::ReplanRequest request, bool resume, 
   const std::int64_t step = d.run->step();
   toGui([this, plan = d.run->plan(), step, members, resume, target] {
     Q_EMIT progress(tr("The new plan runs on %1 workers from step %2.").arg(members).arg(step), 1, 1);
-    Q_EMIT logMessage(tr("Coordinator"), QtInfoMsg,
+    Q_EMIT logMessage(tr("coordinator"), QtInfoMsg,
                       tr("Re-planned: %1 stages on %2 workers, continuing at step %3.")
                           .arg(plan.stageCount())
                           .arg(members)
