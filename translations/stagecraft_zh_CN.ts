@@ -1874,268 +1874,268 @@
 <context>
     <name>stagecraft::gui::TrainingController</name>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="59"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="49"/>
         <source>Idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="60"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="50"/>
         <source>Starting local workers</source>
         <translation>正在启动本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="61"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="51"/>
         <source>Stopping local workers</source>
         <translation>正在停止本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="62"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="52"/>
         <source>Profiling</source>
         <translation>正在性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="63"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="53"/>
         <source>Deploying</source>
         <translation>正在部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="64"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="54"/>
         <source>Deployed</source>
         <translation>已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="65"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="55"/>
         <source>Training</source>
         <translation>正在训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="66"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="56"/>
         <source>Stopping</source>
         <translation>正在停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="67"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="57"/>
         <source>Stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="68"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="58"/>
         <source>Re-planning</source>
         <translation>正在重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="105"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="95"/>
         <source>Local workers are already running; stop them first.</source>
         <translation>本地工作节点已在运行；请先停止它们。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="106"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="96"/>
         <source>Cannot start local workers while %1.</source>
         <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="114"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="104"/>
         <source>No local workers are running.</source>
         <translation>没有正在运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="123"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="113"/>
         <source>Cannot deploy while %1.</source>
         <translation>当前状态为“%1”，无法部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="130"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="120"/>
         <source>Train at least one step.</source>
         <translation>请至少训练一步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="132"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="122"/>
         <source>Cannot start training while %1.</source>
         <translation>当前状态为“%1”，无法开始训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="146"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="136"/>
         <source>Nothing is training.</source>
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="228"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="218"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="234"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="224"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="242"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="232"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="299"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="289"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="306"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="296"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="314"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="304"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="321"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="311"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="312"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="359"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="30"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="361"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="32"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="363"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="34"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="366"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="37"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="367"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="38"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="392"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="63"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="399"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="70"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="406"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="77"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="91"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="389"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="60"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="205"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="227"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="322"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="427"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="464"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="479"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="504"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="608"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="195"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="217"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="312"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="373"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="398"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="45"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="85"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="98"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="423"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="94"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="424"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="95"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="425"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="96"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="465"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="359"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="480"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="497"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="391"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="498"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="392"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="499"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="393"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="505"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="399"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="516"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="565"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="410"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="517"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="411"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="540"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="567"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="600"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="494"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="607"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="609"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="503"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

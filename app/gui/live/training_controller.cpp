@@ -11,16 +11,13 @@
 #include "control/timeline_events.h"
 #include "cost/cost_model.h"
 #include "io/error.h"
+#include "live/training_deployment.h"
 
 namespace stagecraft::gui {
 
 Q_LOGGING_CATEGORY(lcTrainingController, "stagecraft.gui.trainingcontroller")
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// Members of a plan as the coordinator numbers them (buildAssignments): stage order,
 /// then member order.
@@ -31,13 +28,6 @@ int memberCount(const Plan& plan) {
 }
 
 }  // namespace
-
-/// One deployed job, owned by the controller's thread.
-struct TrainingController::Deployment {
-  std::unique_ptr<control::TrainingRun> run;
-  std::uint64_t generation = 0;
-  Clock::time_point run_started{};
-};
 
 TrainingController::TrainingController(QObject* parent) : QObject(parent) {
   thread_ = std::thread([this] { runJobs(); });
@@ -334,102 +324,6 @@ void TrainingController::onIteration(std::uint64_t generation, int member, int d
     if (member >= 0 && member < static_cast<int>(latest_reports_.size())) latest_reports_[member] = report;
     Q_EMIT iterationReported(name, report.busy_fraction(), report.memory_mb(), timeline);
   });
-}
-
-control::RunEvents TrainingController::runEvents() {
-  Deployment& d = *deployment_;
-  control::RunEvents events;
-  events.on_step = [this, &d](const control::StepResult& s) {
-    toGui([this, s, predicted = d.run->predictedSamplesPerSecond(), seconds = secondsSince(d.run_started)] {
-      current_step_ = s.step;
-      Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
-    });
-  };
-  events.on_log = [this](const std::string& worker, const std::string& text) {
-    toGui([this, worker = QString::fromStdString(worker), text = QString::fromStdString(text)] {
-      Q_EMIT logMessage(worker, QtInfoMsg, text);
-    });
-  };
-  events.on_iteration = [this, &d](int member, int device, const v1::IterationReport& report) {
-    onIteration(d.generation, member, device, report);
-  };
-  events.on_failure = [this](const control::Recovery& r) {
-    QString what;
-    if (r.action == "group") {
-      what = tr("its group's other members take its samples");
-    } else if (r.action == "retry") {
-      what = tr("it answers again; the same plan goes on");
-    } else {
-      what = tr("re-planning over the devices left (%1)").arg(r.devices);
-    }
-    const QString text = (r.kind == control::RecoveryKind::Stalled
-                              ? tr("%1 stopped answering after step %2: %3, from step %4. Cause: %5")
-                              : tr("%1 was lost after step %2: %3, from step %4. Cause: %5"))
-                             .arg(QString::fromStdString(r.device))
-                             .arg(r.failed_after)
-                             .arg(what)
-                             .arg(r.step + 1)
-                             .arg(QString::fromStdString(r.reason));
-    toGui([this, r, text] {
-      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg, text);
-      Q_EMIT deviceLost(QString::fromStdString(r.device), QString::fromStdString(r.action), r.failed_after, r.step);
-    });
-  };
-  events.on_deployed = [this, &d] {
-    ++d.generation;
-    publishDeployment();
-    toGui([this, plan = d.run->plan(), step = d.run->step()] { Q_EMIT replanApplied(plan, step); });
-  };
-  events.on_recovery = [this](const control::Recovery& r) {
-    const double seconds = r.recovered_ms / 1000.0;
-    const QString device = QString::fromStdString(r.device);
-    QString text;
-    switch (r.kind) {
-      case control::RecoveryKind::Manual:
-        text = tr("Re-planned in %1 s: %2 stages on %3 workers.").arg(seconds, 0, 'f', 2).arg(r.stages).arg(r.devices);
-        break;
-      case control::RecoveryKind::Joined:
-        text = tr("%1 joined: re-planned in %2 s, %3 stages on %4 workers.")
-                   .arg(device)
-                   .arg(seconds, 0, 'f', 2)
-                   .arg(r.stages)
-                   .arg(r.devices);
-        break;
-      case control::RecoveryKind::Straggler:
-        text = tr("Re-planned around %1 in %2 s: %3 stages on %4 workers.")
-                   .arg(device)
-                   .arg(seconds, 0, 'f', 2)
-                   .arg(r.stages)
-                   .arg(r.devices);
-        break;
-      default:
-        text = tr("Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.")
-                   .arg(device)
-                   .arg(seconds, 0, 'f', 2)
-                   .arg(r.stages)
-                   .arg(r.devices)
-                   .arg(r.replayed_steps);
-    }
-    toGui([this, r, text, seconds] {
-      Q_EMIT logMessage(tr("coordinator"), QtInfoMsg, text);
-      Q_EMIT recovered(QString::fromStdString(r.device), r.step, seconds);
-    });
-  };
-  events.on_straggler = [this](const control::StragglerNotice& n) {
-    const QString device = QString::fromStdString(n.device);
-    const QString slower = tr("%1 takes %2x as long as the plan expects, next to the other devices.")
-                               .arg(device)
-                               .arg(n.slower_by, 0, 'f', 2);
-    const QString text = n.applying ? tr("%1 Re-planning, predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
-                          : n.gain > 0 ? tr("%1 A re-plan is predicted %2x faster.").arg(slower).arg(n.gain, 0, 'f', 2)
-                                       : tr("%1 No other plan is predicted to be faster.").arg(slower);
-    toGui([this, n, device, text] {
-      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg, text);
-      Q_EMIT stragglerNoticed(device, n.slower_by, n.gain, n.applying, n.plan.value_or(Plan{}),
-                              n.cluster.value_or(Cluster{}));
-    });
-  };
-  return events;
 }
 
 void TrainingController::trainJob(std::int64_t target, bool continuing) {
