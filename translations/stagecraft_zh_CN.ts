@@ -660,42 +660,42 @@
 <context>
     <name>stagecraft::gui::LogPanel</name>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="40"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="41"/>
         <source>All Levels</source>
         <translation>所有级别</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="41"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="42"/>
         <source>Warnings and Errors</source>
         <translation>警告和错误</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="42"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="43"/>
         <source>Errors Only</source>
         <translation>仅错误</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="43"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="44"/>
         <source>Show messages of this level and worse</source>
         <translation>显示此级别及更严重级别的消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="46"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="47"/>
         <source>Filter messages</source>
         <translation>筛选消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="50"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="51"/>
         <source>Clear</source>
         <translation>清除</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="51"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="52"/>
         <source>Remove every message</source>
         <translation>删除所有消息</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/log_panel.cpp" line="86"/>
+        <location filename="../app/gui/live/log_panel.cpp" line="88"/>
         <source>Level:</source>
         <translation>级别：</translation>
     </message>
@@ -2050,8 +2050,8 @@
         <location filename="../app/gui/live/training_controller.cpp" line="312"/>
         <location filename="../app/gui/live/training_controller.cpp" line="358"/>
         <location filename="../app/gui/live/training_controller.cpp" line="373"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="398"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="506"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="45"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="85"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="98"/>
@@ -2084,58 +2084,68 @@
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="391"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="376"/>
+        <source>the loss %1 is %2x its running level %3</source>
+        <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="380"/>
+        <source>the loss is not finite</source>
+        <translation>损失不是有限值</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="392"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="396"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="393"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="397"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="399"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="410"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="463"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="411"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="415"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="438"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="465"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="494"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="498"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="505"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="503"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="507"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

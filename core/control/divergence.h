@@ -29,8 +29,6 @@ struct Divergence {
 class DivergenceWatch {
  public:
   explicit DivergenceWatch(DivergenceRule rule = {}) : rule_(rule) {}
-  /// Forgets the losses seen (a run that goes on from other weights or another rate).
-  void reset() { recent_.clear(); }
   /// The step's loss; a Divergence (kept_step unset) when it has diverged. Steps seen
   /// again (a replay) are not counted twice.
   std::optional<Divergence> observe(std::int64_t step, double loss);

@@ -398,7 +398,8 @@ void TrainingRun::goBackFrom(Divergence& divergence, RunResult& result) {
   divergence.kept_step = backup_step_;
   std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
   install(deployed_->plan, deployed_->cluster, backup_ ? &*backup_ : nullptr);
-  divergence_.reset();
+  // The losses seen up to the kept step stay the running level: a run that goes on and
+  // diverges again is caught at once (the steps after it are replaced as they come again).
   diverged_ = true;
   if (!settings_.checkpoint_dir.empty() && backup_) writeCheckpointNow(result);
 }
@@ -414,10 +415,15 @@ void TrainingRun::setLearningRate(double lr) {
     ModelWeights weights = deployed_->coordinator->collectWeights(true);
     backup_step_ = weights.step;
     backup_ = std::move(weights);
+  } else if (backup_) {
+    // After a divergence the optimizer's state (momentum, Adam's moments) carries the
+    // steps that blew up: the lower rate starts it afresh from the kept weights.
+    for (auto& [layer, tensors] : backup_->layers) {
+      std::erase_if(tensors, [](const v1::Tensor& t) { return t.name().find('#') != std::string::npos; });
+    }
   }
   options_.lr = lr;
   install(deployed_->plan, deployed_->cluster, backup_ ? &*backup_ : nullptr);
-  divergence_.reset();
   diverged_ = false;
 }
 

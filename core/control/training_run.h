@@ -198,7 +198,8 @@ class TrainingRun {
   Recovery replanNow(const ReplanRequest& request);
 
   /// Trains on with learning rate `lr` from where the run stands (after a divergence: the
-  /// weights it went back to): redeploys the plan with the new rate. Between train() calls.
+  /// weights it went back to, with the optimizer's state started afresh): redeploys the
+  /// plan with the new rate. Between train() calls.
   void setLearningRate(double lr);
   double learningRate() const { return options_.lr; }
 

@@ -309,6 +309,9 @@ TEST(TrainingRun, TheDivergenceGuardStopsGoesBackAndALowerRateGoesOn) {
   for (const auto& a : run.deployment().assignments()) {
     EXPECT_DOUBLE_EQ(a.optimizer().lr(), 0.01);
     EXPECT_EQ(a.start_step(), d.kept_step);
+    // The kept weights, the momentum that carried the blow-up left behind.
+    EXPECT_GT(a.weights().tensors_size(), 0);
+    for (const auto& t : a.weights().tensors()) EXPECT_EQ(t.name().find('#'), std::string::npos) << t.name();
   }
   const RunResult again = run.train(100);
   EXPECT_FALSE(again.diverged);

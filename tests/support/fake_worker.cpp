@@ -261,7 +261,10 @@ void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment
   {
     std::lock_guard lock(mutex_);
     own_backups_.push_back(step);
-    while (own_backups_.size() > 3) own_backups_.pop_front();
+    // A real stage cannot run more than a step ahead of its neighbours; fakes are not held
+    // back by each other, so one may run ahead of a neighbour that dies: it keeps more
+    // states than a worker's 3 so that the step the dead one last shipped is still here.
+    while (own_backups_.size() > 8) own_backups_.pop_front();
     if (assignment.backup_to().address().empty()) return;
     state = weightsAt(step, true);
     if (!backup_stub_) {

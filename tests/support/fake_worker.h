@@ -63,7 +63,8 @@ class FakeWorker final : public v1::Worker::Service {
   /// "<layer>.weight#momentum_buffer" with the optimizer's state), at the step it reached.
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights*) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights*, v1::SetWeightsReply*) override;
-  /// Backups as a worker keeps them: rank 0 keeps its last 3 states (the weights
+  /// Backups as a worker keeps them: rank 0 keeps its last 8 states (a worker 3; see
+  /// backUp) (the weights
   /// GetWeights would give at that step) and sends each to backup_to; up to 2 of a
   /// neighbour's are held. Deploy forgets them.
   grpc::Status StoreBackup(grpc::ServerContext*, const v1::StageWeights*, v1::StoreBackupReply*) override;

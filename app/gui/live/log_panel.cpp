@@ -12,6 +12,7 @@
 #include <QRegularExpression>
 #include <QScrollBar>
 #include <QSortFilterProxyModel>
+#include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -68,7 +69,8 @@ LogPanel::LogPanel(LogModel* model, QWidget* parent)
     level_width = std::max(level_width, view_->fontMetrics().horizontalAdvance(LogModel::levelLabel(level)));
   }
   view_->horizontalHeader()->setSectionResizeMode(LogModel::LevelColumn, QHeaderView::Interactive);
-  view_->setColumnWidth(LogModel::LevelColumn, level_width + 24);
+  // ...plus the level's icon and the cell's margins.
+  view_->setColumnWidth(LogModel::LevelColumn, level_width + view_->style()->pixelMetric(QStyle::PM_SmallIconSize) + 24);
   view_->setColumnWidth(LogModel::SourceColumn, 140);
 
   // Follow the newest row while the scroll bar sits at the bottom; a user who scrolls

@@ -373,7 +373,11 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
       Q_EMIT logMessage(tr("coordinator"), QtCriticalMsg,
                         tr("Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.")
                             .arg(dv.step)
-                            .arg(QString::fromStdString(dv.reason))
+                            .arg(std::isfinite(dv.loss) ? tr("the loss %1 is %2x its running level %3")
+                                                              .arg(dv.loss, 0, 'g', 4)
+                                                              .arg(dv.level > 0 ? dv.loss / dv.level : 0, 0, 'f', 0)
+                                                              .arg(dv.level, 0, 'g', 4)
+                                                        : tr("the loss is not finite"))
                             .arg(dv.kept_step));
       setState(TrainingState::Stopped);
       Q_EMIT diverged(dv.step, dv.loss, dv.kept_step, lr);
