@@ -386,10 +386,12 @@ void TrainingRun::goBackFrom(Divergence& divergence, RunResult& result) {
   // last known good. The stages stopped at most a step past s, their last three states kept.
   std::vector<std::string> deployed;
   for (const Device& d : deployed_->cluster->devices()) deployed.push_back(d.name);
+  // The coordinator's own copy (a checkpoint's) may be of the weights that diverged.
+  const bool held_too_new = backup_step_ > divergence.step - 2;
   for (const std::int64_t at_most : {divergence.step - 2, divergence.step - 1}) {
-    if (at_most <= backup_step_ || settings_.backup_every <= 0) break;
+    if (settings_.backup_every <= 0 || (!held_too_new && at_most <= backup_step_)) break;
     auto weights = gatherBackups(*deployed_->coordinator, deployed, at_most, settings_.probe_deadline * 5);
-    if (weights && weights->step > backup_step_) {
+    if (weights && (held_too_new || weights->step > backup_step_)) {
       backup_step_ = weights->step;
       backup_ = std::move(*weights);
       break;

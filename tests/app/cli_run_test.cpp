@@ -365,19 +365,20 @@ TEST_F(CliRunTest, AStragglerIsReportedAndAutoReplanMovesWorkOffIt) {
 TEST_F(CliRunTest, ADivergedRunStopsKeepsItsLastGoodWeightsAndResumesAtALowerRate) {
   const std::string cluster = writeDuo();
   const std::string checkpoints = (dir_ / "ckpt").string();
-  setenv("STAGECRAFT_FAKE_DIVERGE", "20", 1);
+  // Step 21: just after the checkpoint of step 20, whose weights gave the exploding loss.
+  setenv("STAGECRAFT_FAKE_DIVERGE", "21", 1);
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "40", "--planner", "dp",
                              "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--lr", "0.05",
                              "--checkpoint-dir", checkpoints, "--json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(contains(r.err, "stagecraft-cli: training diverged at step 20: the loss")) << r.err;
+  EXPECT_TRUE(contains(r.err, "stagecraft-cli: training diverged at step 21: the loss")) << r.err;
   EXPECT_TRUE(contains(r.err, "run --resume " + checkpoints + " --steps 40 --lr 0.01")) << r.err;
   v1::RunReport report;
   io::parseJson(r.out, report, "run --json");
   ASSERT_TRUE(report.has_diverged());
-  EXPECT_EQ(report.diverged().step(), 20);
-  EXPECT_GE(report.diverged().kept_step(), 18);
-  EXPECT_LE(report.diverged().kept_step(), 19);
+  EXPECT_EQ(report.diverged().step(), 21);
+  // Two steps back, from the workers' backups, not the checkpoint of step 20.
+  EXPECT_EQ(report.diverged().kept_step(), 19);
   EXPECT_EQ(report.steps(), report.diverged().kept_step());
 
   // Resumed at a fifth of the rate, the run goes on from the weights kept and ends.
