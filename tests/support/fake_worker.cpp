@@ -262,8 +262,9 @@ void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment
     std::lock_guard lock(mutex_);
     own_backups_.push_back(step);
     // A real stage cannot run more than a step ahead of its neighbours; fakes are not held
-    // back by each other, so one may run ahead of a neighbour that dies: it keeps more
-    // states than a worker's 3 so that the step the dead one last shipped is still here.
+    // back by each other (nor by a coordinator that lags behind their telemetry), so they
+    // keep more states than a worker (8 own and 8 held, not 3 and 2): the step the run
+    // replays from is still somewhere however far a fake ran ahead.
     while (own_backups_.size() > 8) own_backups_.pop_front();
     if (assignment.backup_to().address().empty()) return;
     state = weightsAt(step, true);
@@ -284,7 +285,7 @@ grpc::Status FakeWorker::StoreBackup(grpc::ServerContext*, const v1::StageWeight
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "a backup for another job");
   }
   held_backups_.push_back(*state);
-  while (held_backups_.size() > 2) held_backups_.pop_front();
+  while (held_backups_.size() > 8) held_backups_.pop_front();  // 2 on a worker; see backUp
   ++backups_held_;
   return grpc::Status::OK;
 }

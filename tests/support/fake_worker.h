@@ -63,10 +63,9 @@ class FakeWorker final : public v1::Worker::Service {
   /// "<layer>.weight#momentum_buffer" with the optimizer's state), at the step it reached.
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights*) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights*, v1::SetWeightsReply*) override;
-  /// Backups as a worker keeps them: rank 0 keeps its last 8 states (a worker 3; see
-  /// backUp) (the weights
-  /// GetWeights would give at that step) and sends each to backup_to; up to 2 of a
-  /// neighbour's are held. Deploy forgets them.
+  /// Backups as a worker keeps them, only more (see backUp): rank 0 keeps its last 8 states
+  /// (the weights GetWeights would give at that step) and sends each to backup_to; up to 8
+  /// of a neighbour's are held. Deploy forgets them.
   grpc::Status StoreBackup(grpc::ServerContext*, const v1::StageWeights*, v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest*, v1::BackupList*) override;
   grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef*, v1::StageWeights*) override;
