@@ -144,6 +144,12 @@ Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<cons
   return Cluster::fromProto(proto);
 }
 
+std::string joinNames(std::span<const std::string> names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> live) {
   std::set<std::string, std::less<>> keep;
   for (const auto& name : live) {

@@ -71,6 +71,9 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
 /// per member.
 Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
 
+/// "a, b, c": device names for a message or a report.
+std::string joinNames(std::span<const std::string> names);
+
 /// `cluster` reduced to the devices named in `live` (in the cluster's order), with only the
 /// links between them. Throws Error for a name the cluster lacks, or when none is left.
 Cluster restrictCluster(const Cluster& cluster, std::span<const std::string> live);

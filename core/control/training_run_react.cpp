@@ -8,15 +8,6 @@
 #include "sim/simulator.h"
 
 namespace stagecraft::control {
-namespace {
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
 
 std::optional<ReplanRequest> TrainingRun::joinCandidate() {
   // Asked at a step boundary, so briefly: a device that does not answer in half a second

@@ -92,7 +92,6 @@ class CostModel {
   /// members, `held` copies on the device it sends them to (Plan::backupTarget). 0, 0 (no
   /// backups) until set. Throws Error for a negative count.
   void setBackups(int own, int held);
-  int heldBackups() const { return held_backups_; }
   /// One copy of the weights and optimizer state of layers [begin, end), in bytes.
   double backupBytes(int begin, int end) const;
   /// What device `d` holds of the other stages' backups under `plan`, in bytes.

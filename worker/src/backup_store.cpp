@@ -20,12 +20,6 @@ v1::BackupRef refOf(const v1::StageWeights& state, const std::string& held_for) 
   return ref;
 }
 
-std::int64_t tensorBytes(const v1::StageWeights& state) {
-  std::int64_t n = 0;
-  for (const auto& t : state.tensors()) n += static_cast<std::int64_t>(t.data().size());
-  return n;
-}
-
 /// Appends `state` to `states`, replacing one of the same step, and keeps the newest `limit`.
 void push(std::deque<StateCopy>& states, StateCopy state, std::size_t limit) {
   std::erase_if(states, [&](const StateCopy& s) { return s->step() == state->step(); });
@@ -92,20 +86,9 @@ void BackupStore::keepOnly(const std::string& job) {
   std::erase_if(held_, [&](const auto& entry) { return std::get<0>(entry.first) != job; });
 }
 
-std::int64_t BackupStore::bytes() const {
-  std::lock_guard lock(mutex_);
-  std::int64_t n = 0;
-  for (const auto& [key, states] : own_) {
-    for (const auto& s : states) n += tensorBytes(*s);
-  }
-  for (const auto& [key, held] : held_) {
-    for (const auto& s : held.states) n += tensorBytes(*s);
-  }
-  return n;
-}
-
-BackupSender::BackupSender(std::string sender_name, LinkPacer* link)
-    : sender_name_(std::move(sender_name)), link_(link) {
+BackupSender::BackupSender(std::string sender_name, LinkPacer* link,
+                           std::function<void(const std::string& job, const std::string& why)> on_failure)
+    : sender_name_(std::move(sender_name)), link_(link), on_failure_(std::move(on_failure)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -125,16 +108,6 @@ void BackupSender::offer(StateCopy state, const std::string& address) {
     pending_address_ = address;
   }
   changed_.notify_all();
-}
-
-std::string BackupSender::lastError() const {
-  std::lock_guard lock(mutex_);
-  return last_error_;
-}
-
-std::int64_t BackupSender::sent() const {
-  std::lock_guard lock(mutex_);
-  return sent_;
 }
 
 void BackupSender::run() {
@@ -174,12 +147,11 @@ void BackupSender::run() {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::StoreBackupReply reply;
     const grpc::Status status = stub->StoreBackup(&context, *state, &reply);
-    std::lock_guard lock(mutex_);
-    if (status.ok()) {
-      ++sent_;
-      last_error_.clear();
-    } else {
-      last_error_ = "backup of step " + std::to_string(state->step()) + " to " + address + ": " + status.error_message();
+    const bool first_failure = !status.ok() && !failing_;
+    failing_ = !status.ok();
+    if (first_failure && on_failure_) {
+      on_failure_(state->job(), "backup of step " + std::to_string(state->step()) + " to " + address +
+                                    " failed (" + status.error_message() + "); later steps are still offered");
     }
   }
 }

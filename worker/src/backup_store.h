@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,8 +42,6 @@ class BackupStore {
   StateCopy find(const v1::BackupRef& ref) const;
   /// Forgets every state of a job other than `job` (a new deployment).
   void keepOnly(const std::string& job);
-  /// Bytes of tensor data held, own and neighbours'.
-  std::int64_t bytes() const;
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, layer_begin, layer_end
@@ -63,30 +62,28 @@ class LinkPacer;
 class BackupSender {
  public:
   /// `link` (may be null) paces what it sends: a state takes turns with the stage's
-  /// activations on the worker's emulated NIC, a megabyte at a time.
-  BackupSender(std::string sender_name, LinkPacer* link);
+  /// activations on the worker's emulated NIC, a megabyte at a time. `on_failure` (on the
+  /// sender's thread) hears the first failed send after a success, with the job and why.
+  BackupSender(std::string sender_name, LinkPacer* link,
+               std::function<void(const std::string& job, const std::string& why)> on_failure = {});
   ~BackupSender();
   BackupSender(const BackupSender&) = delete;
   BackupSender& operator=(const BackupSender&) = delete;
 
   void offer(StateCopy state, const std::string& address);
-  /// The last send's failure ("" after a success), for Describe and logs.
-  std::string lastError() const;
-  /// Steps shipped so far.
-  std::int64_t sent() const;
 
  private:
   void run();
 
   std::string sender_name_;
   LinkPacer* link_;
+  std::function<void(const std::string& job, const std::string& why)> on_failure_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   StateCopy pending_;
   std::string pending_address_;
   bool closing_ = false;
-  std::string last_error_;
-  std::int64_t sent_ = 0;
+  bool failing_ = false;  // the last send failed (reported once until one succeeds)
   std::thread thread_;
 };
 

@@ -50,7 +50,10 @@ WorkerNode::WorkerNode(WorkerOptions options)
     : options_(std::move(options)),
       hub_(options_.name),
       link_(options_.bandwidth_mbps),
-      backup_sender_(options_.name, &link_) {
+      backup_sender_(options_.name, &link_, [this](const std::string& job, const std::string& why) {
+        hub_.log(job, why);
+        std::fprintf(stderr, "stagecraft-worker: %s\n", why.c_str());
+      }) {
   configureTorchThreads(options_.threads);
   // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
   // which fight each other (and LibTorch's threads) under a CPU quota.
