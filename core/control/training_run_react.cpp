@@ -66,20 +66,31 @@ void TrainingRun::watchStragglers(const RunEvents& events) {
     return;
   }
   std::map<std::string, double> measured;
+  std::map<std::string, std::int64_t> measured_at;  // workers are not in lockstep with the counted step
   int member = 0;
   for (const Stage& stage : plan.stages) {
     for (const DeviceShare& m : stage.members) {
-      if (latest_[member++].step() > 0 && m.samples > 0) measured[over.device(m.device).name] = factors[m.device];
+      const std::int64_t at = latest_[member++].step();
+      if (at <= 0 || m.samples <= 0) continue;
+      const std::string& name = over.device(m.device).name;
+      measured[name] = factors[m.device];
+      measured_at[name] = std::max(measured_at[name], at);
     }
   }
   if (measured.size() < 2) return;  // slower than whom?
   const std::map<std::string, double> relative = relativeFactors(measured);
-  const std::vector<std::string> slow = stragglers_.observe(step_, relative);
+  // Each device counts the steps its own measurements come from, so "slow for 5 steps" is
+  // five of its steps even when its telemetry runs ahead of the others'.
+  std::vector<std::string> slow;
+  StragglerNotice notice;
+  for (const auto& [name, r] : relative) {
+    if (stragglers_.observe(measured_at.at(name), {{name, r}}).empty()) continue;
+    slow.push_back(name);
+    notice.step = std::max(notice.step, measured_at.at(name));
+  }
   if (slow.empty()) return;
 
-  StragglerNotice notice;
   notice.device = joinNames(slow);
-  notice.step = step_;
   for (const auto& name : slow) notice.slower_by = std::max(notice.slower_by, relative.at(name));
   updateFactors();
   try {
