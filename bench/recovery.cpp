@@ -114,6 +114,7 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   control::TrainingOptions training;
   training.seed = 3;
   control::CoordinatorOptions coordinator;
+  coordinator.token = local.token();
   control::RunSettings settings;
   settings.backup_every = backup_every;
   control::TrainingRun run(cluster, model, Optimizer::Sgd, training, coordinator, settings);
@@ -191,6 +192,7 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   const std::vector<v1::StageWeights> parts{read};
   const std::vector<std::string> names{"checkpoint"};
   const control::ModelWeights restored = control::mergeStageWeights(parts, names);
+  coordinator.token = restarted->token();  // a cluster started again has a token of its own
   control::TrainingRun fresh(live, model, Optimizer::Sgd, training, coordinator, settings);
   const CostModel cost = fresh.costModel(fresh.cluster());
   const PlanOutcome replanned = makePlan(*makePlanner("hybrid"), cost, PlanRequest{batch, 0, Schedule::OneFOneB});
@@ -241,13 +243,15 @@ Overhead measureOverhead(const std::vector<Stage>& stages, const ModelSpec& mode
   plan.stages = stages;
   control::TrainingOptions training;
   training.seed = 3;
+  control::CoordinatorOptions coordinator;
+  coordinator.token = started->token();
   std::vector<double> with, without;
   double copy_share = 0;
   for (int round = 0; round < 3; ++round) {
     for (const std::int64_t every : {backup_every, std::int64_t{0}}) {
       control::RunSettings settings;
       settings.backup_every = every;
-      control::TrainingRun run(cluster, model, Optimizer::Sgd, training, {}, settings);
+      control::TrainingRun run(cluster, model, Optimizer::Sgd, training, coordinator, settings);
       run.deploy(plan);
       const control::RunResult result = run.train(10);
       (every > 0 ? with : without).push_back(medianStepMs(result.steps));

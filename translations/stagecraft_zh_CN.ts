@@ -189,58 +189,64 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/gui/main.cpp" line="43"/>
+        <location filename="../app/gui/main.cpp" line="44"/>
         <source>Plan, run and watch hybrid-pipeline training on heterogeneous edge devices.</source>
         <translation>在异构边缘设备上规划、运行并监视混合流水线训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="48"/>
+        <location filename="../app/gui/main.cpp" line="49"/>
         <source>Open the cluster &lt;file&gt; (or a shipped cluster&apos;s name).</source>
         <translation>打开集群 &lt;文件&gt;（或内置集群的名称）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="49"/>
-        <location filename="../app/gui/main.cpp" line="52"/>
+        <location filename="../app/gui/main.cpp" line="50"/>
+        <location filename="../app/gui/main.cpp" line="53"/>
+        <location filename="../app/gui/main.cpp" line="71"/>
         <source>file</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="51"/>
+        <location filename="../app/gui/main.cpp" line="52"/>
         <source>Open the plan &lt;file&gt;.</source>
         <translation>打开方案 &lt;文件&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="54"/>
+        <location filename="../app/gui/main.cpp" line="55"/>
         <source>Select the model &lt;name&gt; from the zoo.</source>
         <translation>从模型库中选择模型 &lt;名称&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="55"/>
+        <location filename="../app/gui/main.cpp" line="56"/>
         <source>name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="57"/>
+        <location filename="../app/gui/main.cpp" line="58"/>
         <source>User interface language, e.g. zh_CN.</source>
         <translation>界面语言，例如 zh_CN。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="58"/>
+        <location filename="../app/gui/main.cpp" line="59"/>
         <source>locale</source>
         <translation>区域设置</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="61"/>
+        <location filename="../app/gui/main.cpp" line="62"/>
         <source>Listen for worker beacons on UDP &lt;port&gt; (default %1).</source>
         <translation>在 UDP &lt;端口&gt; 上监听工作节点信标（默认 %1）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="63"/>
+        <location filename="../app/gui/main.cpp" line="64"/>
         <source>port</source>
         <translation>端口</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="69"/>
+        <location filename="../app/gui/main.cpp" line="67"/>
+        <source>The cluster token workers ask for, in a private &lt;file&gt; (default: $%1, else the last session&apos;s, else the one local workers get).</source>
+        <translation>工作节点要求的集群令牌，保存在私有 &lt;file&gt; 中（默认：$%1，其次为上次会话所用的文件，再次为本地工作节点的令牌）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="87"/>
         <source>--beacon-port takes a port between 1 and 65535.</source>
         <translation>--beacon-port 需要 1 到 65535 之间的端口号。</translation>
     </message>
@@ -423,102 +429,107 @@
 <context>
     <name>stagecraft::gui::DeviceModel</name>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="75"/>
+        <location filename="../app/gui/models/device_model.cpp" line="92"/>
         <source>reachable</source>
         <translation>可达</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="76"/>
+        <location filename="../app/gui/models/device_model.cpp" line="93"/>
         <source>busy</source>
         <translation>忙碌</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="77"/>
+        <location filename="../app/gui/models/device_model.cpp" line="94"/>
         <source>lost</source>
         <translation>失联</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="80"/>
+        <location filename="../app/gui/models/device_model.cpp" line="97"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="88"/>
+        <location filename="../app/gui/models/device_model.cpp" line="104"/>
+        <source>Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can deploy, train, read or overwrite its model. Start it with --token-file.</source>
+        <translation>警告：此工作节点以 --insecure 启动，会响应任何调用者：任何能连到它的人都可以部署、训练、读取或覆盖它的模型。请用 --token-file 启动它。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="113"/>
         <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
         <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="94"/>
+        <location filename="../app/gui/models/device_model.cpp" line="119"/>
         <source>The worker of %1 at %2 is training job %3.</source>
         <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="95"/>
+        <location filename="../app/gui/models/device_model.cpp" line="120"/>
         <source>The worker of %1 at %2 has job %3 deployed.</source>
         <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="97"/>
+        <location filename="../app/gui/models/device_model.cpp" line="122"/>
         <source>The worker of %1 at %2 stopped answering: %3</source>
         <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="100"/>
+        <location filename="../app/gui/models/device_model.cpp" line="125"/>
         <source>Device %1 has no worker address.</source>
         <translation>设备 %1 没有工作节点地址。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="101"/>
+        <location filename="../app/gui/models/device_model.cpp" line="126"/>
         <source>The worker of %1 has not answered: %2</source>
         <translation>设备 %1 的工作节点未响应：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="102"/>
+        <location filename="../app/gui/models/device_model.cpp" line="127"/>
         <source>The worker of %1 at %2 has not been asked yet.</source>
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="146"/>
+        <location filename="../app/gui/models/device_model.cpp" line="172"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="147"/>
+        <location filename="../app/gui/models/device_model.cpp" line="173"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="148"/>
+        <location filename="../app/gui/models/device_model.cpp" line="174"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="149"/>
+        <location filename="../app/gui/models/device_model.cpp" line="175"/>
         <source>Memory (MB)</source>
         <translation>内存 (MB)</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="150"/>
+        <location filename="../app/gui/models/device_model.cpp" line="176"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="151"/>
+        <location filename="../app/gui/models/device_model.cpp" line="177"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="152"/>
+        <location filename="../app/gui/models/device_model.cpp" line="178"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="220"/>
+        <location filename="../app/gui/models/device_model.cpp" line="246"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="229"/>
+        <location filename="../app/gui/models/device_model.cpp" line="255"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>
@@ -743,7 +754,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="132"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="158"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -789,7 +800,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="251"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="80"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -1101,7 +1112,9 @@
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="405"/>
         <location filename="../app/gui/window/main_window.cpp" line="508"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="62"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="65"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="175"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="178"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1191,106 +1204,116 @@
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="56"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="58"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="63"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="70"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="97"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="81"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="86"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="86"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="98"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="101"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="103"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="106"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="105"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="108"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="113"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="116"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="128"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="131"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="134"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="141"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="121"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="125"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="147"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="148"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="151"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="153"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="159"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="175"/>
+        <source>Calls to workers carry the cluster token in %1.</source>
+        <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="179"/>
+        <source>Cannot use the cluster token: %1</source>
+        <translation>无法使用集群令牌：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="202"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1924,73 +1947,73 @@
         <translation>正在重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="95"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="108"/>
         <source>Local workers are already running; stop them first.</source>
         <translation>本地工作节点已在运行；请先停止它们。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="96"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="109"/>
         <source>Cannot start local workers while %1.</source>
         <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="104"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="117"/>
         <source>No local workers are running.</source>
         <translation>没有正在运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="113"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="126"/>
         <source>Cannot deploy while %1.</source>
         <translation>当前状态为“%1”，无法部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="120"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="133"/>
         <source>Train at least one step.</source>
         <translation>请至少训练一步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="122"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="135"/>
         <source>Cannot start training while %1.</source>
         <translation>当前状态为“%1”，无法开始训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="136"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="149"/>
         <source>Nothing is training.</source>
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="218"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="231"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="224"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="237"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="232"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="247"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="289"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="306"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="296"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="313"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="304"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="321"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="311"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="312"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="328"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="329"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
@@ -2045,13 +2068,13 @@
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="195"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="217"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="312"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="373"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="506"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="208"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="230"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="329"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="375"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="390"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="419"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="523"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="45"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="85"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="98"/>
@@ -2074,78 +2097,78 @@
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="359"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="376"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="374"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="391"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="376"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="393"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="380"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="397"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="412"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="396"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="413"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="397"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="463"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="480"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="415"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="438"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="455"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="465"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="482"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="498"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="505"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="522"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="507"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="524"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

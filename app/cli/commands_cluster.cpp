@@ -50,7 +50,9 @@ int clusterUp(std::span<const std::string> args) {
 
   control::LocalCluster::start(cluster, path, options);
   const LiveCluster live = openCluster(path);
-  control::Coordinator coordinator(live.cluster);
+  control::CoordinatorOptions coordinator_options;
+  coordinator_options.token = live.token;
+  control::Coordinator coordinator(live.cluster, coordinator_options);
   const v1::ClusterStatusReport report = statusReport(live, coordinator.probe());
   if (parsed.flag("json")) {
     printJson(report);
@@ -59,8 +61,12 @@ int clusterUp(std::span<const std::string> args) {
   std::cout << "Started " << report.workers_size() << " workers for cluster " << cluster.name() << " ("
             << options.worker_binary << ")\n\n";
   printReport(report);
-  std::cout << "\nState: " << report.state_path() << "\nStop them with `stagecraft-cli cluster down --cluster "
-            << parsed.value("cluster") << "`\n";
+  std::cout << "\nState: " << report.state_path() << "\n";
+  if (live.local) {
+    std::cout << "Token: " << live.local->state().token_file()
+              << " (every call to these workers must carry it; the CLI finds it by itself)\n";
+  }
+  std::cout << "Stop them with `stagecraft-cli cluster down --cluster " << parsed.value("cluster") << "`\n";
   return kExitOk;
 }
 
@@ -92,9 +98,11 @@ int clusterStatus(std::span<const std::string> args) {
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
       .epilog("Exit status 1 when a worker does not answer.");
+  addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
-  const LiveCluster live = openCluster(parsed.value("cluster"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
   control::CoordinatorOptions options;
+  options.token = live.token;
   options.call_timeout = std::chrono::milliseconds(3000);
   control::Coordinator coordinator(live.cluster, options);
   const v1::ClusterStatusReport report = statusReport(live, coordinator.probe());
@@ -129,9 +137,11 @@ int clusterStop(std::span<const std::string> args) {
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .option("job", "J", "only this job (default: whatever each worker trains)")
       .epilog("Exit status 1 when a worker does not answer.");
+  addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
-  const LiveCluster live = openCluster(parsed.value("cluster"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
   control::CoordinatorOptions options;
+  options.token = live.token;
   options.call_timeout = std::chrono::milliseconds(10000);
   control::Coordinator coordinator(live.cluster, options);
   int stopped = 0, failed = 0;

@@ -22,13 +22,15 @@ int runProfile(std::span<const std::string> args) {
       .option("out", "FILE", "write the profiles (stagecraft.v1.ProfileSet JSON)")
       .flag("json", "print the stagecraft.v1.ProfileSet as JSON")
       .epilog("The workers must be running: `stagecraft-cli cluster up --cluster C` starts local ones.");
+  addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
   const std::vector<int> sizes = parsePositiveList("micro-batches", parsed.value("micro-batches"));
   const int repeats = parsed.positiveInt("repeats");
   control::CoordinatorOptions options;
   options.profile_timeout = secondsFlag("timeout", parsed.value("timeout"));
   const ModelSpec model = loadModel(parsed.value("model"));
-  const LiveCluster live = openCluster(parsed.value("cluster"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
+  options.token = live.token;
 
   control::Coordinator coordinator(live.cluster, options);
   describeAll(coordinator, clusterUpHint(parsed.value("cluster")));

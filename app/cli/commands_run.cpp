@@ -102,6 +102,7 @@ int runRun(std::span<const std::string> args) {
           "--json's recoveries. SIGHUP re-plans at the next step boundary.\n"
           "Exit status 1 when a worker fails and the run cannot go on (the reason names it), 2 for bad\n"
           "input, 3 when no plan fits.");
+  addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
 
   // Flags first, files and workers after.
@@ -193,18 +194,19 @@ int runRun(std::span<const std::string> args) {
     printFailure(std::string("interrupted ") + phase);
     return true;
   };
-  LiveCluster live = openCluster(parsed.value("cluster"));
+  LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
   LocalWorkersGuard local_guard;
   if (parsed.flag("local") && !live.local) {
     control::LocalClusterOptions local_options;
     local_options.worker_binary = control::findWorkerBinary(parsed.value("worker-binary"), executablePath());
     local_guard.adopt(control::LocalCluster::start(live.cluster, live.path, local_options));
-    live = openCluster(live.path);
+    live = openCluster(live.path, parsed.value("token-file"));
     if (!json) std::cout << "Started local workers for " << live.cluster.name() << "\n";
   } else if (parsed.flag("local") && !json) {
     std::cout << "Using the local workers already running for " << live.cluster.name() << "\n";
   }
   const Cluster& cluster = live.cluster;
+  coordinator_options.token = live.token;
   control::RunSettings settings;
   settings.recover = !parsed.flag("no-recover");
   settings.elastic = parsed.flag("elastic");

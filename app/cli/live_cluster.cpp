@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <charconv>
 #include <cmath>
 #include <iostream>
 #include <sstream>
 
 #include "command_support.h"
+#include "control/cluster_token.h"
 #include "io/error.h"
 
 namespace stagecraft::cli {
@@ -20,7 +22,7 @@ std::string executablePath() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-LiveCluster openCluster(const std::string& name_or_path) {
+LiveCluster openCluster(const std::string& name_or_path, const std::string& token_file) {
   LiveCluster live;
   live.argument = name_or_path;
   live.path = resolveClusterPath(name_or_path);
@@ -30,7 +32,21 @@ LiveCluster openCluster(const std::string& name_or_path) {
     live.cluster = local->apply(file);
     live.local = std::move(local);
   }
+  if (!token_file.empty()) {
+    live.token = control::readTokenFile(token_file);
+  } else if (const char* from_environment = std::getenv(control::kTokenFileVariable);
+             from_environment && *from_environment) {
+    live.token = control::readTokenFile(from_environment);
+  } else if (live.local && !live.local->state().token_file().empty()) {
+    live.token = live.local->token();
+  }
   return live;
+}
+
+ArgumentParser& addTokenOption(ArgumentParser& parser) {
+  return parser.option("token-file", "PATH",
+                       std::string("the cluster token the workers ask for (a private file, mode 0600); default $") +
+                           control::kTokenFileVariable + ", else the one `cluster up` made for its workers");
 }
 
 void warnAboutSlowBlas(const std::vector<v1::WorkerInfo>& infos, std::ostream& out) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.h"
 #include "cluster/cluster.h"
 #include "control/coordinator.h"
 #include "control/local_cluster.h"
@@ -16,14 +17,22 @@ namespace stagecraft::cli {
 std::string executablePath();
 
 /// A cluster file and the workers that serve it: the addresses of its local workers when
-/// `cluster up` started them (and they still run), else the file's own addresses.
+/// `cluster up` started them (and they still run), else the file's own addresses; and the
+/// cluster token their calls carry.
 struct LiveCluster {
   std::string argument;  ///< the --cluster value, for hints
   std::string path;      ///< the cluster file
   Cluster cluster;       ///< with the addresses to use
   std::optional<control::LocalCluster> local;
+  std::string token;     ///< empty: none (workers started with --insecure)
 };
-LiveCluster openCluster(const std::string& name_or_path);
+/// `token_file` (a command's --token-file) names the token; without it $STAGECRAFT_TOKEN_FILE
+/// does, else the token `cluster up` made for its local workers, else there is none. Throws
+/// Error when the file named is missing or not private.
+LiveCluster openCluster(const std::string& name_or_path, const std::string& token_file = {});
+
+/// Declares --token-file on a command that talks to workers.
+ArgumentParser& addTokenOption(ArgumentParser& parser);
 
 /// "run `stagecraft-cli cluster up --cluster C` first"
 std::string clusterUpHint(const std::string& cluster_argument);

@@ -1,5 +1,5 @@
 // stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME,
-// --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT.
+// --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT, --token-file FILE.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QLibraryInfo>
@@ -7,6 +7,7 @@
 #include <QTranslator>
 #include <cstdio>
 
+#include "control/cluster_token.h"
 #include "control/discovery.h"
 #include "window/main_window.h"
 
@@ -61,8 +62,25 @@ int main(int argc, char* argv[]) {
       QApplication::translate("main", "Listen for worker beacons on UDP <port> (default %1).")
           .arg(stagecraft::control::kDefaultBeaconPort),
       QApplication::translate("main", "port"), QString::number(stagecraft::control::kDefaultBeaconPort));
-  parser.addOptions({cluster_option, plan_option, model_option, lang_option, beacon_option});
+  const QCommandLineOption token_option(
+      QStringLiteral("token-file"),
+      QApplication::translate("main",
+                              "The cluster token workers ask for, in a private <file> (default: $%1, else the last "
+                              "session's, else the one local workers get).")
+          .arg(QString::fromLatin1(stagecraft::control::kTokenFileVariable)),
+      QApplication::translate("main", "file"));
+  parser.addOptions({cluster_option, plan_option, model_option, lang_option, beacon_option, token_option});
   parser.process(app);
+  QString token_file = parser.value(token_option);
+  if (token_file.isEmpty()) token_file = qEnvironmentVariable(stagecraft::control::kTokenFileVariable);
+  if (!token_file.isEmpty()) {
+    try {
+      stagecraft::control::readTokenFile(token_file.toStdString());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "stagecraft: %s\n", e.what());
+      return 2;
+    }
+  }
   bool port_ok = false;
   const uint beacon_port = parser.value(beacon_option).toUInt(&port_ok);
   if (!port_ok || beacon_port == 0 || beacon_port > 65535) {
@@ -73,6 +91,7 @@ int main(int argc, char* argv[]) {
   stagecraft::gui::MainWindow window;
   window.show();
   window.startDiscovery(static_cast<quint16>(beacon_port));
+  window.useTokenFile(token_file);
   window.openStartup(parser.value(cluster_option), parser.value(model_option), parser.value(plan_option));
   return QApplication::exec();
 }

@@ -62,7 +62,8 @@ Coordinator::Coordinator(Cluster cluster, CoordinatorOptions options)
     const Device& device = cluster_.device(d);
     if (!device.address.empty()) {
       clients_[d] =
-          std::make_unique<WorkerClient>(WorkerEndpoint{device.name, device.address}, options_.max_message_bytes);
+          std::make_unique<WorkerClient>(WorkerEndpoint{device.name, device.address, options_.token},
+                                       options_.max_message_bytes);
     }
   }
 }
@@ -305,6 +306,7 @@ void Coordinator::openStreams() {
 
 void Coordinator::readTelemetry(int member) {
   grpc::ClientContext& context = *streams_[member].context;
+  authorizeCall(context, memberClient(member).endpoint());
   auto reader = memberClient(member).stub().Telemetry(&context, v1::TelemetryRequest{});
   // Returns once the worker has the stream (or the call has failed): what is sent after
   // Start from then on reaches this reader.

@@ -39,6 +39,7 @@ struct CoordinatorOptions {
   std::chrono::milliseconds probe_after{5'000};        ///< a member silent this long gets a Heartbeat
   std::chrono::milliseconds silence_limit{120'000};    ///< a member silent this long aborts the run
   int max_message_bytes = kMaxWorkerMessageBytes;
+  std::string token;  ///< the cluster token every call carries; empty: none (--insecure workers)
 };
 
 /// A device's worker as Describe found it, or why it could not.

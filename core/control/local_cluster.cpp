@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "control/cluster_token.h"
 #include "control/net.h"
 #include "control/worker_client.h"
 #include "control/worker_status.h"
@@ -199,11 +200,14 @@ std::string findWorkerBinary(const std::string& explicit_path, const std::string
               "STAGECRAFT_WORKER");
 }
 
-std::vector<std::string> workerArguments(const Cluster& cluster, int device, const std::string& listen, int threads) {
+std::vector<std::string> workerArguments(const Cluster& cluster, int device, const std::string& listen, int threads,
+                                         const std::string& token_file) {
   double fastest = 0;
   for (const auto& d : cluster.devices()) fastest = std::max(fastest, d.gflops);
   const Device& d = cluster.device(device);
-  return {"--listen",         listen,
+  std::vector<std::string> args = token_file.empty() ? std::vector<std::string>{"--insecure"}
+                                                     : std::vector<std::string>{"--token-file", token_file};
+  args.insert(args.end(), {"--listen",         listen,
           "--name",           d.name,
           "--tier",           std::string(tierName(d.tier)),
           "--threads",        std::to_string(threads),
@@ -213,7 +217,8 @@ std::vector<std::string> workerArguments(const Cluster& cluster, int device, con
           // Discoverable on this machine (`stagecraft-cli discover`), not on the LAN: the
           // loopback broadcast reaches every listener on the port, where a unicast to
           // 127.0.0.1 would reach only one of those sharing it (SO_REUSEPORT balances).
-          "--beacon-to",      "127.255.255.255"};
+          "--beacon-to",      "127.255.255.255"});
+  return args;
 }
 
 LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& cluster_path,
@@ -254,8 +259,15 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
 
   std::error_code ec;
   fs::create_directories(dir, ec);
+  // The folder holds the cluster's token: it must be this user's and nobody else's.
+  struct stat dir_stat {};
+  if (::lstat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode)) {
+    throw Error(dir + ": cannot create the state directory");
+  }
+  if (dir_stat.st_uid != ::geteuid()) {
+    throw Error(dir + ": the state directory belongs to another user; set XDG_RUNTIME_DIR or remove it");
+  }
   ::chmod(dir.c_str(), 0700);
-  if (!fs::is_directory(dir, ec)) throw Error(dir + ": cannot create the state directory");
 
   LocalCluster local;
   local.state_path_ = stateFilePath(cluster.name(), dir);
@@ -264,6 +276,9 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
   local.state_.set_cluster_path(cluster_path.empty() ? "" : fs::absolute(cluster_path, abs_ec).string());
   local.state_.set_worker_binary(fs::absolute(options.worker_binary, abs_ec).string());
   local.state_.set_started_unix_ms(unixMs());
+  const std::string token_file = (fs::path(dir) / (fileStem(cluster.name()) + ".token")).string();
+  const std::string token = makeTokenFile(token_file);
+  local.state_.set_token_file(token_file);
 
   try {
     for (int d = 0; d < cluster.size(); ++d) {
@@ -271,7 +286,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
       const std::string log =
           (fs::path(dir) / (fileStem(cluster.name()) + "-" + fileStem(cluster.device(d).name) + ".log")).string();
       const pid_t pid =
-          spawnDetached(options.worker_binary, workerArguments(cluster, d, address, options.threads), log);
+          spawnDetached(options.worker_binary, workerArguments(cluster, d, address, options.threads, token_file), log);
       auto* worker = local.state_.add_workers();
       worker->set_device(cluster.device(d).name);
       worker->set_address(address);
@@ -299,7 +314,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
         try {
           // A fresh channel each time: a gRPC 1.51 channel whose first connect was refused
           // can keep failing for seconds after the worker listens.
-          WorkerClient(WorkerEndpoint{w.device(), w.address()}).describe(milliseconds(1000));
+          WorkerClient(WorkerEndpoint{w.device(), w.address(), token}).describe(milliseconds(1000));
           ready[i] = true;
         } catch (const WorkerError&) {
           all = false;
@@ -323,6 +338,11 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
     throw;
   }
   return local;
+}
+
+std::string LocalCluster::token() const {
+  if (state_.token_file().empty()) throw Error(state_path_ + " names no token file: restart the cluster");
+  return readTokenFile(state_.token_file());
 }
 
 std::optional<LocalCluster> LocalCluster::find(const std::string& cluster_name, const std::string& state_directory) {
@@ -388,6 +408,7 @@ void LocalCluster::stop(std::chrono::milliseconds grace) {
     waitGone(milliseconds(2000));
   }
   std::error_code ec;
+  if (!state_.token_file().empty()) fs::remove(state_.token_file(), ec);
   if (!state_path_.empty()) fs::remove(state_path_, ec);
 }
 

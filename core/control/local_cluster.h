@@ -33,8 +33,10 @@ std::string findWorkerBinary(const std::string& explicit_path, const std::string
 /// its name and tier, `threads`, and emulation knobs that keep the cluster's relative
 /// speeds (--slowdown = fastest gflops / this device's gflops), its NIC bandwidth and its
 /// memory; its discovery beacon goes to the loopback broadcast 127.255.255.255 (default
-/// port), so every listener on this machine hears it and the LAN does not.
-std::vector<std::string> workerArguments(const Cluster& cluster, int device, const std::string& listen, int threads);
+/// port), so every listener on this machine hears it and the LAN does not. It asks for the
+/// token in `token_file`, or nobody's (--insecure) when that is empty.
+std::vector<std::string> workerArguments(const Cluster& cluster, int device, const std::string& listen, int threads,
+                                         const std::string& token_file);
 
 /// One stagecraft-worker process per device of a cluster, on loopback, emulating each
 /// device's speed, bandwidth and memory. The workers run in their own session, so they
@@ -53,6 +55,9 @@ class LocalCluster {
   static std::optional<LocalCluster> find(const std::string& cluster_name, const std::string& state_directory = {});
 
   const v1::LocalClusterState& state() const { return state_; }
+  /// The token its workers ask for (kept in a 0600 file next to the state file; start()
+  /// makes a fresh one each time). Throws Error when the file is gone or not private.
+  std::string token() const;
   const std::string& statePath() const { return state_path_; }
   /// `cluster` with each device's address replaced by its local worker's.
   Cluster apply(const Cluster& cluster) const;

@@ -6,6 +6,8 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include "control/cluster_token.h"
+
 namespace stagecraft::control {
 namespace {
 
@@ -14,6 +16,7 @@ template <class Request, class Reply, class Method>
 Reply call(const WorkerEndpoint& endpoint, std::string_view name, Method method, const Request& request,
            std::chrono::milliseconds deadline) {
   grpc::ClientContext context;
+  authorizeCall(context, endpoint);
   context.set_deadline(std::chrono::system_clock::now() + deadline);
   Reply reply;
   const grpc::Status status = method(&context, request, &reply);
@@ -22,6 +25,10 @@ Reply call(const WorkerEndpoint& endpoint, std::string_view name, Method method,
 }
 
 }  // namespace
+
+void authorizeCall(grpc::ClientContext& context, const WorkerEndpoint& endpoint) {
+  if (!endpoint.token.empty()) context.AddMetadata(kTokenMetadataKey, endpoint.token);
+}
 
 std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address, int max_message_bytes) {
   grpc::ChannelArguments args;

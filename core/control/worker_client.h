@@ -9,6 +9,7 @@
 
 namespace grpc {
 class Channel;
+class ClientContext;
 }
 
 namespace stagecraft::control {
@@ -20,6 +21,9 @@ constexpr int kMaxWorkerMessageBytes = 512 * 1024 * 1024;
 /// starting answers within a second of listening) and no HTTP proxy.
 std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address,
                                                  int max_message_bytes = kMaxWorkerMessageBytes);
+
+/// Adds `endpoint`'s cluster token (if any) to a call's metadata, where the worker looks.
+void authorizeCall(grpc::ClientContext& context, const WorkerEndpoint& endpoint);
 
 /// The coordinator's end of one worker: every unary call has a deadline and turns a
 /// failure into a WorkerError through describeStatus().

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "control/cluster_token.h"
+
 namespace stagecraft::control {
 namespace {
 
@@ -74,6 +76,8 @@ std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, 
     case grpc::StatusCode::UNIMPLEMENTED:
       return who + " does not implement " + what + " (is it a stagecraft-worker of this version?)";
     case grpc::StatusCode::UNAUTHENTICATED:
+      return who + " refused " + what + suffix + " (give the cluster's token file: --token-file PATH or " +
+             kTokenFileVariable + ")";
     case grpc::StatusCode::PERMISSION_DENIED:
       return who + " refused " + what + suffix;
     case grpc::StatusCode::NOT_FOUND:

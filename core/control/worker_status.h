@@ -15,6 +15,7 @@ namespace stagecraft::control {
 struct WorkerEndpoint {
   std::string name;     ///< the device's name in the cluster
   std::string address;  ///< host:port
+  std::string token;    ///< the cluster token its calls carry; empty: none (an --insecure worker)
 
   /// "worker 'edge-1' (127.0.0.1:50052)", the way every message names a worker.
   std::string label() const;

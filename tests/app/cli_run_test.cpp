@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "control/cluster_token.h"
 #include "control/net.h"
 #include "cli_fixture.h"
 #include "io/json_io.h"
@@ -38,6 +39,7 @@ class CliRunTest : public test_support::CliFixture {
     unsetenv("STAGECRAFT_WORKER");
     unsetenv("STAGECRAFT_FAKE_FAIL");
     unsetenv("STAGECRAFT_FAKE_DIE");
+    unsetenv("STAGECRAFT_TOKEN_FILE");
   }
   void TearDown() override {
     // Whatever a failed test left running.
@@ -205,6 +207,29 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   ASSERT_EQ(status.exit_code, 0) << status.err;
   EXPECT_TRUE(contains(status.out, "idle")) << status.out;
 
+  // The workers ask for the token `up` made, private, next to the state file: the CLI finds
+  // it by itself; another token is refused, by name, and a token file others can read is
+  // not used at all.
+  const fs::path token = dir_ / "runtime" / "stagecraft" / "duo.token";
+  ASSERT_TRUE(fs::exists(token));
+  EXPECT_EQ(fs::status(token).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  const fs::path other = dir_ / "other.token";
+  control::makeTokenFile(other.string());
+  const CapturedRun refused = run({"cluster", "status", "--cluster", cluster, "--token-file", other.string()});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "worker 'a' (" + addresses_[0] + ") refused Describe: wrong cluster token"))
+      << refused.err;
+  EXPECT_TRUE(contains(refused.err, "--token-file PATH or STAGECRAFT_TOKEN_FILE")) << refused.err;
+  setenv("STAGECRAFT_TOKEN_FILE", other.c_str(), 1);
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);
+  setenv("STAGECRAFT_TOKEN_FILE", token.c_str(), 1);
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 0);
+  unsetenv("STAGECRAFT_TOKEN_FILE");
+  fs::permissions(other, fs::perms::others_read, fs::perm_options::add);
+  const CapturedRun shared = run({"cluster", "status", "--cluster", cluster, "--token-file", other.string()});
+  EXPECT_ONE_LINE_FAILURE(shared, 2);
+  EXPECT_TRUE(contains(shared.err, "chmod 600")) << shared.err;
+
   const fs::path profiles = dir_ / "profiles.json";
   const CapturedRun profile =
       run({"profile", "--cluster", cluster, "--model", "mlp", "--micro-batches", "2,8", "--out", profiles.string()});
@@ -310,12 +335,16 @@ TEST_F(CliRunTest, WorkerLostDuringRunIsRecoveredFromAndReported) {
                              "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--backup-every", "2", "--json"});
   unsetenv("STAGECRAFT_FAKE_DIE");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // On stderr: what was lost, what the run does, and that it went on.
-  EXPECT_TRUE(contains(r.err, "after step 3: b lost")) << r.err;
-  EXPECT_TRUE(contains(r.err, "recovered from b lost in")) << r.err;
   v1::RunReport report;
   io::parseJson(r.out, report, "run --json");
   ASSERT_EQ(report.recoveries_size(), 1);
+  // b reported step 3 before it vanished; a's report of step 3 may still be on its way when
+  // b's loss is seen (fake workers do not wait for each other), so the run counted 2 or 3.
+  const std::int64_t after = report.recoveries(0).failed_after();
+  EXPECT_TRUE(after == 3 || after == 2) << after;
+  // On stderr: what was lost, what the run does, and that it went on.
+  EXPECT_TRUE(contains(r.err, "after step " + std::to_string(after) + ": b lost")) << r.err;
+  EXPECT_TRUE(contains(r.err, "recovered from b lost in")) << r.err;
   // a kept its state after step 2 (a backup every 2 steps). Fake workers do not wait for
   // each other, so a loaded machine may let a run past step 6 (its last 3 states) before
   // the loss is seen: then the run replays from its deployment.
@@ -329,8 +358,7 @@ TEST_F(CliRunTest, WorkerLostDuringRunIsRecoveredFromAndReported) {
   const v1::RunRecovery& rec = report.recoveries(0);
   EXPECT_EQ(rec.device(), "b");
   EXPECT_EQ(rec.kind(), "lost");
-  EXPECT_EQ(rec.failed_after(), 3);
-  EXPECT_EQ(rec.replayed_steps(), 3 - from);
+  EXPECT_EQ(rec.replayed_steps(), after - from);
   EXPECT_GT(rec.recovered_ms(), 0);
   EXPECT_EQ(rec.devices(), 1);
   // The run ends on a plan without b.

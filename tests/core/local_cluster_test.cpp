@@ -71,7 +71,15 @@ TEST_F(LocalClusterTest, StartsOneWorkerPerDeviceKeepingRelativeSpeedsAndStopsTh
   EXPECT_TRUE(found->anyAlive());
   EXPECT_TRUE(found->deadWorkers().empty());
 
-  Coordinator coordinator(found->apply(cluster), quickOptions());
+  // Its workers ask for the token it made, private to this user.
+  const std::string token_file = found->state().token_file();
+  ASSERT_FALSE(token_file.empty());
+  EXPECT_EQ(fs::status(token_file).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(found->token().size(), 64u);
+  EXPECT_THROW(Coordinator(found->apply(cluster), quickOptions()).describe(), WorkerError);
+  CoordinatorOptions with_token = quickOptions();
+  with_token.token = found->token();
+  Coordinator coordinator(found->apply(cluster), with_token);
   const auto infos = coordinator.describe();
   EXPECT_EQ(infos[0].name(), "d0");
   EXPECT_DOUBLE_EQ(infos[0].emulation().slowdown(), 1);
@@ -86,6 +94,7 @@ TEST_F(LocalClusterTest, StartsOneWorkerPerDeviceKeepingRelativeSpeedsAndStopsTh
   found->stop(milliseconds(3000));
   EXPECT_FALSE(local.anyAlive());
   EXPECT_FALSE(fs::exists(local.statePath()));
+  EXPECT_FALSE(fs::exists(token_file));
 }
 
 TEST_F(LocalClusterTest, WorkerThatExitsAtOnceIsReportedWithItsLog) {

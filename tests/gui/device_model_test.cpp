@@ -127,6 +127,16 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.rowCount(), 3);
     QCOMPARE(model.cluster().device(2).tier, stagecraft::Tier::End);
     QCOMPARE(model.cluster().device(2).gflops, 30.0);
+    QVERIFY(model.data(model.index(2, DeviceModel::NameColumn), Qt::DecorationRole).isNull());
+
+    // A worker that answers every caller is marked, and the tooltip says why that matters.
+    beacon.set_insecure(true);
+    QCOMPARE(model.mergeBeacon(beacon), 2);
+    QVERIFY(!model.data(model.index(2, DeviceModel::NameColumn), Qt::DecorationRole).isNull());
+    const QString tip = model.data(model.index(2, DeviceModel::NameColumn), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QLatin1String("--insecure")) && tip.contains(QLatin1String("--token-file")), qPrintable(tip));
+    QVERIFY(!model.data(model.index(1, DeviceModel::NameColumn), Qt::ToolTipRole).toString().contains(
+        QLatin1String("--insecure")));
   }
 
   void heartbeatsMoveStatusThroughReachableBusyAndLost() {

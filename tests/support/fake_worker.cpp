@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "control/cluster_token.h"
 #include "model/model_spec.h"
 
 namespace stagecraft::testing {
@@ -43,7 +44,18 @@ FakeWorker::~FakeWorker() {
   if (trainer_.joinable()) trainer_.join();
 }
 
-grpc::Status FakeWorker::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* info) {
+grpc::Status FakeWorker::authorize(const grpc::ServerContext& context) const {
+  if (script_.token.empty()) return grpc::Status::OK;
+  const auto given = context.client_metadata().find(control::kTokenMetadataKey);
+  if (given == context.client_metadata().end() ||
+      !control::tokensMatch(std::string_view(given->second.data(), given->second.size()), script_.token)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong cluster token");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Describe(grpc::ServerContext* context, const v1::DescribeRequest*, v1::WorkerInfo* info) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   if (script_.describe_delay.count() > 0) std::this_thread::sleep_for(script_.describe_delay);
   info->set_name(script_.name);
   info->set_tier(script_.tier);
@@ -62,7 +74,9 @@ grpc::Status FakeWorker::Describe(grpc::ServerContext*, const v1::DescribeReques
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Profile(grpc::ServerContext*, const v1::ProfileRequest* request, v1::DeviceProfile* reply) {
+grpc::Status FakeWorker::Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
+                                 v1::DeviceProfile* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::optional<ModelSpec> parsed;
   try {
     parsed = ModelSpec::fromProto(request->model());
@@ -90,7 +104,9 @@ grpc::Status FakeWorker::Profile(grpc::ServerContext*, const v1::ProfileRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Deploy(grpc::ServerContext*, const v1::StageAssignment* assignment, v1::DeployReply* reply) {
+grpc::Status FakeWorker::Deploy(grpc::ServerContext* context, const v1::StageAssignment* assignment,
+                                v1::DeployReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   if (assignment->rank() < 0 || assignment->rank() >= assignment->group_size()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
   }
@@ -108,7 +124,8 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext*, const v1::StageAssignment*
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply*) {
+grpc::Status FakeWorker::Start(grpc::ServerContext* context, const v1::StartRequest* request, v1::StartReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::unique_lock lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (request->job() != assignment_->job()) {
@@ -140,7 +157,14 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(script_.iteration_ms));
     if (stopping_) return;
     if (step == script_.silent_from_step) return;
-    if (step == script_.die_at_step) std::_Exit(137);
+    if (step == script_.die_at_step) {
+      // What it reported before is on the wire, as with a worker killed between steps.
+      std::unique_lock lock(mutex_);
+      changed_.wait_for(lock, std::chrono::seconds(2), [&] {
+        return writing_ == 0 && std::ranges::all_of(subscribers_, [](const auto* q) { return q->empty(); });
+      });
+      std::_Exit(137);
+    }
     if (step == script_.close_at_step) {
       std::lock_guard lock(mutex_);
       close_streams_ = true;
@@ -178,7 +202,8 @@ void FakeWorker::publish(const v1::TelemetryEvent& event) {
   changed_.notify_all();
 }
 
-grpc::Status FakeWorker::Stop(grpc::ServerContext*, const v1::StopRequest*, v1::StopReply* reply) {
+grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopRequest*, v1::StopReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   stopping_ = true;
   std::thread trainer;
   {
@@ -193,6 +218,7 @@ grpc::Status FakeWorker::Stop(grpc::ServerContext*, const v1::StopRequest*, v1::
 
 grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
                                    grpc::ServerWriter<v1::TelemetryEvent>* writer) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::deque<v1::TelemetryEvent> queue;
   {
     std::lock_guard lock(mutex_);
@@ -206,9 +232,12 @@ grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::Telem
     while (!queue.empty()) {
       v1::TelemetryEvent event = std::move(queue.front());
       queue.pop_front();
+      ++writing_;
       lock.unlock();
       const bool ok = writer->Write(event);
       lock.lock();
+      --writing_;
+      changed_.notify_all();
       if (!ok) break;
     }
   }
@@ -216,7 +245,9 @@ grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::Telem
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+grpc::Status FakeWorker::Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest*,
+                                   v1::HeartbeatReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   reply->set_state(training_ && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
   reply->set_step(step_);
@@ -224,8 +255,9 @@ grpc::Status FakeWorker::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequ
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* request,
+grpc::Status FakeWorker::GetWeights(grpc::ServerContext* context, const v1::GetWeightsRequest* request,
                                     v1::StageWeights* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
@@ -275,11 +307,14 @@ void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (!script_.token.empty()) context.AddMetadata(control::kTokenMetadataKey, script_.token);
   v1::StoreBackupReply reply;
   backup_stub_->StoreBackup(&context, state, &reply);  // a neighbour that is gone keeps nothing
 }
 
-grpc::Status FakeWorker::StoreBackup(grpc::ServerContext*, const v1::StageWeights* state, v1::StoreBackupReply*) {
+grpc::Status FakeWorker::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* state,
+                                     v1::StoreBackupReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_ || state->job() != assignment_->job()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "a backup for another job");
@@ -290,8 +325,9 @@ grpc::Status FakeWorker::StoreBackup(grpc::ServerContext*, const v1::StageWeight
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request,
+grpc::Status FakeWorker::ListBackups(grpc::ServerContext* context, const v1::ListBackupsRequest* request,
                                      v1::BackupList* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_ || (!request->job().empty() && request->job() != assignment_->job())) return grpc::Status::OK;
   for (std::int64_t step : own_backups_) {
@@ -312,7 +348,8 @@ grpc::Status FakeWorker::ListBackups(grpc::ServerContext*, const v1::ListBackups
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::GetBackup(grpc::ServerContext*, const v1::BackupRef* ref, v1::StageWeights* reply) {
+grpc::Status FakeWorker::GetBackup(grpc::ServerContext* context, const v1::BackupRef* ref, v1::StageWeights* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (assignment_ && ref->job() == assignment_->job() && ref->layer_begin() == assignment_->layer_begin() &&
       ref->layer_end() == assignment_->layer_end() &&
@@ -335,7 +372,9 @@ int FakeWorker::backupsHeld() const {
   return backups_held_;
 }
 
-grpc::Status FakeWorker::SetWeights(grpc::ServerContext*, const v1::StageWeights* weights, v1::SetWeightsReply*) {
+grpc::Status FakeWorker::SetWeights(grpc::ServerContext* context, const v1::StageWeights* weights,
+                                    v1::SetWeightsReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");

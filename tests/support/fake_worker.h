@@ -41,6 +41,7 @@ struct FakeWorkerScript {
   std::chrono::milliseconds describe_delay{0};
   std::string host_id;                 ///< WorkerInfo.host_id (empty: not reported)
   std::function<void()> on_profile;    ///< runs inside each Profile call, before it answers
+  std::string token;                   ///< every call must carry this cluster token (empty: none)
 };
 
 /// The default telemetry of `step`: one IterationReport.
@@ -71,6 +72,8 @@ class FakeWorker final : public v1::Worker::Service {
   grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef*, v1::StageWeights*) override;
 
   void setAddress(std::string address) { address_ = std::move(address); }
+  /// OK, or UNAUTHENTICATED without script.token.
+  grpc::Status authorize(const grpc::ServerContext& context) const;
   /// Ends every Telemetry call, for a server shutting down.
   void shutdown();
 
@@ -97,6 +100,7 @@ class FakeWorker final : public v1::Worker::Service {
   std::condition_variable changed_;
   std::optional<v1::StageAssignment> assignment_;
   std::vector<std::deque<v1::TelemetryEvent>*> subscribers_;
+  int writing_ = 0;  // telemetry events taken from a queue and not yet written
   std::thread trainer_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> training_{false};  ///< between Start and the run's end (finished or failed)

@@ -12,14 +12,23 @@
 #include <iostream>
 #include <string>
 
+#include "control/cluster_token.h"
 #include "fake_worker.h"
 
 int main(int argc, char** argv) {
   stagecraft::testing::FakeWorkerScript script;
   script.iteration_ms = 5;
   std::string listen = "127.0.0.1:0";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--insecure") {
+      --i;  // a switch: no value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "stagecraft-fake-worker: " << flag << " needs a value\n";
+      return 2;
+    }
     const std::string value = argv[i + 1];
     if (flag == "--listen")
       listen = value;
@@ -33,6 +42,8 @@ int main(int argc, char** argv) {
       script.bandwidth_mbps = std::stod(value);
     else if (flag == "--memory-mb")
       script.memory_mb = std::stod(value);
+    else if (flag == "--token-file")
+      script.token = stagecraft::control::readTokenFile(value);
     else if (flag == "--threads" || flag == "--beacon-port" || flag == "--beacon-interval-ms" ||
              flag == "--beacon-to")
       continue;  // the fake worker sends no beacons

@@ -2,7 +2,8 @@
 // step while the pipeline trains, for each role a device can have (first, middle or last
 // stage alone, a member of a group), on an MLP and on VGG-11. The run replays from the
 // backups the stages keep on their neighbours, completes every step, and its per-step
-// losses and final weights equal one process training the same model uninterrupted.
+// losses and final weights equal one process training the same model uninterrupted. The
+// workers ask for a cluster token, so every call between them carries it.
 // STAGECRAFT_KILL_STEP=<n> repeats a run with the step a failure printed.
 #include <signal.h>
 
@@ -116,8 +117,11 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   std::printf("killing w%d after step %lld (STAGECRAFT_KILL_STEP=%lld repeats this)\n", c.victim,
               static_cast<long long>(kill_after), static_cast<long long>(kill_after));
   const v1::Model model = modelNamed(c.model);
-  auto workers = startWorkers({"w0", "w1", "w2", "w3"});
-  const control::CoordinatorOptions options = patientOptions();
+  // Under a cluster token: the peers' pushes, backups and group formation carry it too.
+  const TokenFile token;
+  auto workers = startWorkers({"w0", "w1", "w2", "w3"}, token.flags());
+  control::CoordinatorOptions options = patientOptions();
+  options.token = token.token();
   const control::TrainingOptions training = trainingOptions();
   control::RunSettings settings;  // a backup after every step, kept by a neighbour
   settings.planner = "hybrid";

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "control/cluster_token.h"
 #include "model/zoo.h"
 #include "peer_outbox.h"
 #include "stagecraft/v1/worker.grpc.pb.h"
@@ -243,6 +245,17 @@ class WorkerProcess {
                             "--threads", "1", "--beacon-port", "0"}) {
       argv.push_back(arg);
     }
+    // A worker asks for a token only when the test gives it one.
+    const auto token_flag = std::find(extra.begin(), extra.end(), "--token-file");
+    if (token_flag == extra.end()) {
+      if (std::find(extra.begin(), extra.end(), "--insecure") == extra.end()) argv.push_back("--insecure");
+    } else if (token_flag + 1 != extra.end()) {
+      try {
+        token_ = control::readTokenFile(*(token_flag + 1));
+      } catch (const std::exception&) {
+        // a test of a bad token file: the worker refuses it
+      }
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
     process_ = std::make_unique<ChildProcess>(argv);
     if (wait) waitReady();
@@ -273,14 +286,45 @@ class WorkerProcess {
                     const Request& request, Reply* reply, std::chrono::seconds timeout = 60s) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + timeout);
+    if (!token_.empty()) context.AddMetadata(control::kTokenMetadataKey, token_);
     return (stub_.get()->*method)(&context, request, reply);
   }
 
+  /// The token it was started with (empty: an --insecure worker).
+  const std::string& token() const { return token_; }
+
  private:
   std::string name_;
+  std::string token_;
   std::string address_;
   std::unique_ptr<ChildProcess> process_;
   std::unique_ptr<v1::Worker::Stub> stub_;
+};
+
+/// A fresh cluster token in a private file of its own temporary folder, gone with it.
+class TokenFile {
+ public:
+  TokenFile() {
+    char pattern[] = "/tmp/stagecraft-token-XXXXXX";
+    if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    path_ = dir_ + "/cluster.token";
+    token_ = control::makeTokenFile(path_);
+  }
+  ~TokenFile() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  TokenFile(const TokenFile&) = delete;
+  TokenFile& operator=(const TokenFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& token() const { return token_; }
+  /// The flags that make a worker ask for it.
+  std::vector<std::string> flags() const { return {"--token-file", path_}; }
+
+ private:
+  std::string dir_, path_, token_;
 };
 
 /// Starts `names.size()` workers at once and waits until all of them listen. (Forked

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "control/cluster_token.h"
 #include "peer_outbox.h"
 #include "worker_error.h"
 
@@ -86,9 +87,9 @@ void BackupStore::keepOnly(const std::string& job) {
   std::erase_if(held_, [&](const auto& entry) { return std::get<0>(entry.first) != job; });
 }
 
-BackupSender::BackupSender(std::string sender_name, LinkPacer* link,
+BackupSender::BackupSender(std::string sender_name, std::string token, LinkPacer* link,
                            std::function<void(const std::string& job, const std::string& why)> on_failure)
-    : sender_name_(std::move(sender_name)), link_(link), on_failure_(std::move(on_failure)) {
+    : sender_name_(std::move(sender_name)), token_(std::move(token)), link_(link), on_failure_(std::move(on_failure)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -142,6 +143,7 @@ void BackupSender::run() {
     }
     grpc::ClientContext context;
     context.AddMetadata("stagecraft-sender", sender_name_);
+    if (!token_.empty()) context.AddMetadata(control::kTokenMetadataKey, token_);
     // A neighbour that cannot take a stage's state within this long is of no use as its
     // backup; the next step's state is offered anyway.
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));

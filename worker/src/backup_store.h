@@ -64,7 +64,7 @@ class BackupSender {
   /// `link` (may be null) paces what it sends: a state takes turns with the stage's
   /// activations on the worker's emulated NIC, a megabyte at a time. `on_failure` (on the
   /// sender's thread) hears the first failed send after a success, with the job and why.
-  BackupSender(std::string sender_name, LinkPacer* link,
+  BackupSender(std::string sender_name, std::string token, LinkPacer* link,
                std::function<void(const std::string& job, const std::string& why)> on_failure = {});
   ~BackupSender();
   BackupSender(const BackupSender&) = delete;
@@ -76,6 +76,7 @@ class BackupSender {
   void run();
 
   std::string sender_name_;
+  std::string token_;  // the cluster token the neighbour asks for; empty: none
   LinkPacer* link_;
   std::function<void(const std::string& job, const std::string& why)> on_failure_;
   mutable std::mutex mutex_;

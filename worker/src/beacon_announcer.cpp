@@ -18,6 +18,7 @@ v1::Beacon beaconOf(const v1::WorkerInfo& info, std::uint64_t sequence, std::chr
   b.set_cores(info.cores());
   b.set_memory_mb(info.memory_mb());
   b.set_measured_gflops(info.measured_gflops());
+  b.set_insecure(info.insecure());
   b.set_sequence(sequence);
   b.set_interval_ms(static_cast<std::int32_t>(interval.count()));
   return b;

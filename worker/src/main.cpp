@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
 
   try {
     WorkerNode node(options);
-    WorkerService service(node);
+    WorkerService service(node, options.token);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     int port = 0;
@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
     }
     if (const std::string warning = blasWarning(node.blas()); !warning.empty()) {
       std::fprintf(stderr, "stagecraft-worker: warning: %s\n", warning.c_str());
+    }
+    if (options.insecure) {
+      std::fprintf(stderr, "stagecraft-worker: warning: --insecure: anyone who reaches %s can deploy, train, read and "
+                           "overwrite this worker's model\n", address.c_str());
     }
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "control/cluster_token.h"
 #include "status_mapping.h"
 
 namespace stagecraft::worker {
@@ -37,8 +38,8 @@ LinkPacer::Clock::time_point LinkPacer::reserve(std::size_t bytes, Clock::time_p
   return link_free_;
 }
 
-PeerOutbox::PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error)
-    : link_(link), on_error_(std::move(on_error)) {}
+PeerOutbox::PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error, std::string token)
+    : link_(link), on_error_(std::move(on_error)), token_(std::move(token)) {}
 
 PeerOutbox::~PeerOutbox() {
   {
@@ -98,6 +99,7 @@ void PeerOutbox::runPeer(Peer& peer) {
     if (link_ && link_->paced()) std::this_thread::sleep_until(link_->reserve(tensor.ByteSizeLong(), start));
     if (!peer.writer) {
       peer.stub = v1::Worker::NewStub(makeChannel(peer.address));
+      if (!token_.empty()) peer.context.AddMetadata(control::kTokenMetadataKey, token_);
       peer.writer = peer.stub->Push(&peer.context, &peer.reply);  // only this thread touches writer
     }
     const bool ok = peer.writer->Write(tensor);

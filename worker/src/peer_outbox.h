@@ -56,7 +56,8 @@ class PeerOutbox {
   };
 
   /// `on_error` runs (on a sender thread) once, for the first failed send.
-  PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error);
+  /// `token`: the cluster token the peers ask for (empty: none).
+  PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error, std::string token = {});
   /// Finishes the streams (cancel() first to drop what is queued).
   ~PeerOutbox();
 
@@ -76,6 +77,7 @@ class PeerOutbox {
 
   LinkPacer* link_;
   std::function<void(const WorkerError&)> on_error_;
+  std::string token_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;

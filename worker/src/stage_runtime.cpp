@@ -298,9 +298,12 @@ bool StageRuntime::stopRequested() const { return impl_->stop; }
 
 void StageRuntime::run(std::int64_t iterations) {
   Impl& d = *impl_;
-  PeerOutbox outbox(d.env.link, [inbox = d.env.inbox](const WorkerError& e) {
-    inbox->abort(e);  // wakes this stage's waits with the send's error
-  });
+  PeerOutbox outbox(
+      d.env.link,
+      [inbox = d.env.inbox](const WorkerError& e) {
+        inbox->abort(e);  // wakes this stage's waits with the send's error
+      },
+      d.env.token);
   {
     std::lock_guard lock(d.outbox_mutex);
     d.outbox = &outbox;

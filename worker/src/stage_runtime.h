@@ -26,6 +26,7 @@ struct RuntimeEnv {
   std::string own_host;                  ///< the host Gloo binds to
   double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their time after them
   LinkPacer* link = nullptr;             ///< paces outgoing peer traffic; null = unpaced
+  std::string token;                     ///< the cluster token peers ask for; empty: none
   std::chrono::milliseconds peer_timeout{30000};
   PeerInbox* inbox = nullptr;            ///< where peers' slices for this stage arrive
   TelemetryHub* telemetry = nullptr;     ///< where iteration reports go

@@ -50,7 +50,7 @@ WorkerNode::WorkerNode(WorkerOptions options)
     : options_(std::move(options)),
       hub_(options_.name),
       link_(options_.bandwidth_mbps),
-      backup_sender_(options_.name, &link_, [this](const std::string& job, const std::string& why) {
+      backup_sender_(options_.name, options_.token, &link_, [this](const std::string& job, const std::string& why) {
         hub_.log(job, why);
         std::fprintf(stderr, "stagecraft-worker: %s\n", why.c_str());
       }) {
@@ -133,6 +133,7 @@ v1::WorkerInfo WorkerNode::describe() const {
   info.set_blas(blas_.summary());
   info.set_blas_kind(blas_.kindName());
   info.set_host_id(host_id_);
+  info.set_insecure(options_.token.empty());
   auto* emulation = info.mutable_emulation();
   emulation->set_slowdown(options_.slowdown);
   emulation->set_bandwidth_mbps(options_.bandwidth_mbps);
@@ -208,6 +209,7 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
   if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
   env.slowdown = options_.slowdown;
   env.link = &link_;
+  env.token = options_.token;
   env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));
   env.inbox = &inbox_;
   env.telemetry = &hub_;

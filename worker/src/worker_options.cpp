@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "control/cluster_token.h"
 #include "io/error.h"
 
 namespace stagecraft::worker {
@@ -28,7 +29,7 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
-         "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
+         "                         (--token-file PATH | --insecure) [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
@@ -40,6 +41,9 @@ std::string workerUsage() {
          "  --listen HOST:PORT     address to serve on (port 0: any free port)\n"
          "  --name NAME            this worker's name in clusters and plans\n"
          "  --tier TIER            cloud, edge or end\n"
+         "  --token-file PATH      the cluster token (a private file, mode 0600): every call,\n"
+         "                         a peer's included, must carry it\n"
+         "  --insecure             answer every caller without a token (a trusted network only)\n"
          "  --threads T            LibTorch threads (default: all cores)\n"
          "  --slowdown F           emulate a device F times slower (default 1)\n"
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
@@ -93,6 +97,11 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       if (o.tier != "cloud" && o.tier != "edge" && o.tier != "end") {
         throw Error("--tier: '" + o.tier + "' is not cloud, edge or end");
       }
+    } else if (flag == "--token-file") {
+      o.token_file = next();
+      if (o.token_file.empty()) throw Error("--token-file: must not be empty");
+    } else if (flag == "--insecure") {
+      o.insecure = true;
     } else if (flag == "--threads") {
       const double t = parseNumber(flag, next(), 1, true);
       if (t != std::floor(t) || t > 1024) throw Error("--threads: '" + value + "' is not a thread count");
@@ -131,6 +140,12 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
   if (o.listen.empty()) throw Error("--listen HOST:PORT is required");
   if (o.name.empty()) throw Error("--name is required");
   if (o.tier.empty()) throw Error("--tier is required (cloud, edge or end)");
+  if (o.insecure && !o.token_file.empty()) throw Error("--insecure and --token-file exclude each other");
+  if (!o.insecure && o.token_file.empty()) {
+    throw Error("--token-file PATH is required: the cluster token every caller must give (or --insecure to "
+                "answer anyone)");
+  }
+  if (!o.token_file.empty()) o.token = control::readTokenFile(o.token_file);
   return o;
 }
 

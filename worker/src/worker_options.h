@@ -10,6 +10,9 @@ struct WorkerOptions {
   std::string listen;           ///< host:port; port 0 picks a free one
   std::string name;
   std::string tier;             ///< cloud | edge | end
+  std::string token_file;       ///< the cluster token's file (mode 0600)
+  std::string token;            ///< its contents, read by parseWorkerOptions(); empty only when insecure
+  bool insecure = false;        ///< no token: every caller is answered
   int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
   double slowdown = 1;          ///< compute takes this many times as long
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
@@ -22,8 +25,9 @@ struct WorkerOptions {
   bool help = false;
 };
 
-/// Parses argv (without argv[0]). Throws stagecraft::Error with a one-line reason for an
-/// unknown flag, a missing value or a value out of range.
+/// Parses argv (without argv[0]) and reads the token file. Throws stagecraft::Error with a
+/// one-line reason for an unknown flag, a missing value, a value out of range, neither
+/// --token-file nor --insecure, or a token file that is not private.
 WorkerOptions parseWorkerOptions(const std::vector<std::string>& args);
 
 /// The --help text.

@@ -1,37 +1,59 @@
 #include "worker_service.h"
 
+#include "control/cluster_token.h"
 #include "status_mapping.h"
 #include "worker_node.h"
 
 namespace stagecraft::worker {
 
-grpc::Status WorkerService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* reply) {
+WorkerService::WorkerService(WorkerNode& node, std::string token) : node_(node), token_(std::move(token)) {}
+
+grpc::Status WorkerService::authorize(const grpc::ServerContext& context) const {
+  if (token_.empty()) return grpc::Status::OK;  // --insecure
+  const auto& metadata = context.client_metadata();
+  const auto given = metadata.find(control::kTokenMetadataKey);
+  if (given == metadata.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this worker needs the cluster token (--token-file)");
+  }
+  if (!control::tokensMatch(std::string_view(given->second.data(), given->second.size()), token_)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong cluster token");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::Describe(grpc::ServerContext* context, const v1::DescribeRequest*, v1::WorkerInfo* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   return guarded([&] { *reply = node_.describe(); });
 }
 
-grpc::Status WorkerService::Profile(grpc::ServerContext*, const v1::ProfileRequest* request,
+grpc::Status WorkerService::Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
                                     v1::DeviceProfile* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   return guarded([&] { *reply = node_.profile(*request); });
 }
 
-grpc::Status WorkerService::Deploy(grpc::ServerContext*, const v1::StageAssignment* request,
+grpc::Status WorkerService::Deploy(grpc::ServerContext* context, const v1::StageAssignment* request,
                                    v1::DeployReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { *reply = node_.deploy(*request); });
 }
 
-grpc::Status WorkerService::Start(grpc::ServerContext*, const v1::StartRequest* request, v1::StartReply*) {
+grpc::Status WorkerService::Start(grpc::ServerContext* context, const v1::StartRequest* request, v1::StartReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { node_.start(*request); });
 }
 
-grpc::Status WorkerService::Stop(grpc::ServerContext*, const v1::StopRequest* request, v1::StopReply* reply) {
+grpc::Status WorkerService::Stop(grpc::ServerContext* context, const v1::StopRequest* request, v1::StopReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { *reply = node_.stop(*request); });
 }
 
 grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
                                       grpc::ServerWriter<v1::TelemetryEvent>* writer) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   auto& hub = node_.telemetry();
   node_.touch();
   auto subscription = hub.subscribe();
@@ -50,23 +72,27 @@ grpc::Status WorkerService::Telemetry(grpc::ServerContext* context, const v1::Te
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerService::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { *reply = node_.heartbeat(); });
 }
 
-grpc::Status WorkerService::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* request,
+grpc::Status WorkerService::GetWeights(grpc::ServerContext* context, const v1::GetWeightsRequest* request,
                                        v1::StageWeights* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { *reply = node_.weights(request->optimizer_state()); });
 }
 
-grpc::Status WorkerService::SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) {
+grpc::Status WorkerService::SetWeights(grpc::ServerContext* context, const v1::StageWeights* request, v1::SetWeightsReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { node_.setWeights(*request); });
 }
 
-grpc::Status WorkerService::Push(grpc::ServerContext*, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) {
+grpc::Status WorkerService::Push(grpc::ServerContext* context, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   return guarded([&] {
     v1::PeerTensor tensor;
     while (reader->Read(&tensor)) node_.receive(std::move(tensor));
@@ -75,6 +101,7 @@ grpc::Status WorkerService::Push(grpc::ServerContext*, grpc::ServerReader<v1::Pe
 
 grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
                                         v1::StoreBackupReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   std::string sender;
   const auto& metadata = context->client_metadata();
   if (const auto it = metadata.find("stagecraft-sender"); it != metadata.end()) {
@@ -83,15 +110,17 @@ grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::
   return guarded([&] { node_.holdBackup(*request, sender); });
 }
 
-grpc::Status WorkerService::ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request,
+grpc::Status WorkerService::ListBackups(grpc::ServerContext* context, const v1::ListBackupsRequest* request,
                                         v1::BackupList* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] {
     for (auto& ref : node_.backups(request->job())) *reply->add_backups() = std::move(ref);
   });
 }
 
-grpc::Status WorkerService::GetBackup(grpc::ServerContext*, const v1::BackupRef* request, v1::StageWeights* reply) {
+grpc::Status WorkerService::GetBackup(grpc::ServerContext* context, const v1::BackupRef* request, v1::StageWeights* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
   node_.touch();
   return guarded([&] { *reply = node_.backup(*request); });
 }

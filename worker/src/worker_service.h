@@ -1,16 +1,20 @@
 #pragma once
 
+#include <string>
+
 #include "stagecraft/v1/worker.grpc.pb.h"
 
 namespace stagecraft::worker {
 
 class WorkerNode;
 
-/// The gRPC face of a WorkerNode: unpacks requests, delegates, maps errors (through
-/// status_mapping.h, nowhere else).
+/// The gRPC face of a WorkerNode: checks the caller's cluster token, unpacks requests,
+/// delegates, maps errors (through status_mapping.h, nowhere else).
 class WorkerService final : public v1::Worker::Service {
  public:
-  explicit WorkerService(WorkerNode& node) : node_(node) {}
+  /// `token`: what every call must carry under control::kTokenMetadataKey; empty: nothing
+  /// (an --insecure worker).
+  WorkerService(WorkerNode& node, std::string token);
 
   grpc::Status Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* reply) override;
   grpc::Status Profile(grpc::ServerContext*, const v1::ProfileRequest* request, v1::DeviceProfile* reply) override;
@@ -30,7 +34,11 @@ class WorkerService final : public v1::Worker::Service {
   grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef* request, v1::StageWeights* reply) override;
 
  private:
+  /// OK, or UNAUTHENTICATED without the right token (compared in constant time).
+  grpc::Status authorize(const grpc::ServerContext& context) const;
+
   WorkerNode& node_;
+  std::string token_;
 };
 
 }  // namespace stagecraft::worker

@@ -87,7 +87,8 @@ control::WorkerProbe DeviceMonitor::describeEndpoint(const control::WorkerEndpoi
   {
     std::lock_guard lock(mutex_);
     auto& slot = clients_[endpoint.name + '@' + endpoint.address];
-    if (!slot) slot = std::make_shared<control::WorkerClient>(endpoint);
+    // A new token (the user chose another, a local cluster made one) needs a new client.
+    if (!slot || slot->endpoint().token != endpoint.token) slot = std::make_shared<control::WorkerClient>(endpoint);
     client = slot;
   }
   control::WorkerProbe probe;

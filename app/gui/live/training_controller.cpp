@@ -65,6 +65,19 @@ void TrainingController::setCoordinatorOptions(const control::CoordinatorOptions
   coordinator_options_ = options;
 }
 
+void TrainingController::setToken(const std::string& token) {
+  std::lock_guard lock(settings_mutex_);
+  token_ = token;
+}
+
+std::string TrainingController::workerToken() const {
+  {
+    std::lock_guard lock(settings_mutex_);
+    if (!token_.empty()) return token_;
+  }
+  return local_cluster_ ? local_token_ : std::string();
+}
+
 void TrainingController::setWorkerBinary(const QString& path) {
   std::lock_guard lock(settings_mutex_);
   worker_binary_ = path.toStdString();
@@ -227,8 +240,10 @@ void TrainingController::startLocalJob(const std::string& path) {
   }
   local_ = std::move(running);
   const Cluster applied = local_->apply(file);
-  toGui([this, applied] {
+  std::string token = local_->state().token_file().empty() ? std::string() : local_->token();
+  toGui([this, applied, token = std::move(token)] {
     local_cluster_ = applied;
+    local_token_ = token;
     Q_EMIT progress(tr("%1 local workers answer.").arg(applied.size()), applied.size(), applied.size());
     setState(TrainingState::Idle);
     Q_EMIT localClusterStarted(applied);
@@ -245,6 +260,7 @@ void TrainingController::stopLocalJob() {
   }
   toGui([this] {
     local_cluster_.reset();
+    local_token_.clear();
     plan_.reset();
     cluster_.reset();
     model_.reset();
@@ -276,6 +292,7 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   {
     std::lock_guard lock(settings_mutex_);
     coordinator_options = coordinator_options_;
+    coordinator_options.token = token_.empty() && local_ ? local_->token() : token_;
     profile = profile_before_deploy_;
     sizes = profile_sizes_;
   }

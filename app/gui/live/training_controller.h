@@ -76,6 +76,11 @@ class TrainingController : public QObject {
 
   /// Deadlines for every coordinator call; takes effect at the next deploy().
   void setCoordinatorOptions(const control::CoordinatorOptions& options);
+  /// The cluster token every call to a worker carries (the user's --token-file); empty: the
+  /// one of the local workers when they run, else none. Takes effect at the next deploy().
+  void setToken(const std::string& token);
+  /// What calls to workers carry now: the user's token, else the local workers'.
+  std::string workerToken() const;
   /// The stagecraft-worker startLocalCluster() runs; empty (default): $STAGECRAFT_WORKER,
   /// next to the application, or the PATH (control::findWorkerBinary).
   void setWorkerBinary(const QString& path);
@@ -187,6 +192,7 @@ class TrainingController : public QObject {
   std::optional<Cluster> cluster_;
   std::optional<ModelSpec> model_;
   std::optional<Cluster> local_cluster_;
+  std::string local_token_;  // of local_cluster_
   double predicted_sps_ = 0;
   std::vector<v1::IterationReport> latest_reports_;  // per member of the deployed plan
   std::uint64_t shown_generation_ = 0;
@@ -194,9 +200,10 @@ class TrainingController : public QObject {
   std::atomic<bool> planning_{false};
 
   // Settings, read by the controller's thread when a job starts.
-  std::mutex settings_mutex_;
+  mutable std::mutex settings_mutex_;
   control::CoordinatorOptions coordinator_options_;
   std::string worker_binary_;
+  std::string token_;
   bool profile_before_deploy_ = false;
   std::vector<int> profile_sizes_{1, 4, 16};
 

@@ -23,6 +23,23 @@ namespace {
 /// Bandwidth assumed for a worker known only by Describe or a beacon (they do not say).
 constexpr double kDefaultBandwidthMbps = 1000;
 
+/// An amber warning triangle: the worker answers every caller.
+QIcon insecureIcon() {
+  QPixmap pixmap(12, 12);
+  pixmap.fill(Qt::transparent);
+  QPainter painter(&pixmap);
+  painter.setRenderHint(QPainter::Antialiasing);
+  const QColor amber(0xe0, 0x9b, 0x13);
+  painter.setPen(amber.darker(140));
+  painter.setBrush(amber);
+  const QPointF triangle[] = {{6, 0.5}, {11.5, 11}, {0.5, 11}};
+  painter.drawPolygon(triangle, 3);
+  painter.setPen(QPen(Qt::black, 1.4));
+  painter.drawLine(QPointF(6, 4), QPointF(6, 7.5));
+  painter.drawPoint(QPointF(6, 9.4));
+  return QIcon(pixmap);
+}
+
 QIcon statusIcon(DeviceStatus status) {
   QColor color;
   switch (status) {
@@ -81,6 +98,14 @@ QString DeviceModel::statusText(DeviceStatus status) const {
 }
 
 QString DeviceModel::tooltip(const Row& row) const {
+  const QString text = statusTooltip(row);
+  if (!row.insecure || row.status == DeviceStatus::Lost) return text;
+  return text + QLatin1Char('\n') +
+         tr("Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can "
+            "deploy, train, read or overwrite its model. Start it with --token-file.");
+}
+
+QString DeviceModel::statusTooltip(const Row& row) const {
   const QString name = QString::fromStdString(row.device.name);
   const QString address = QString::fromStdString(row.device.address);
   switch (row.status) {
@@ -114,6 +139,7 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
       if (index.column() == StatusColumn || (index.column() == NameColumn && row.status == DeviceStatus::Lost)) {
         return statusIcon(row.status);
       }
+      if (index.column() == NameColumn && row.insecure) return insecureIcon();
       return {};
     case Qt::ForegroundRole:
       // A lost device reads red across the row: the status column may be scrolled away.
@@ -245,6 +271,7 @@ void DeviceModel::applyInfo(Row& row, const v1::WorkerInfo& info) {
   row.version = QString::fromStdString(info.version());
   row.worker_state = QString::fromStdString(info.state());
   row.job = QString::fromStdString(info.job());
+  row.insecure = info.insecure();
   row.error.clear();
   row.misses = 0;
 }
@@ -289,6 +316,7 @@ int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
   info.set_cores(beacon.cores());
   info.set_memory_mb(beacon.memory_mb());
   info.set_measured_gflops(beacon.measured_gflops());
+  info.set_insecure(beacon.insecure());
   return mergeWorker(QString::fromStdString(beacon.address()), info);
 }
 
@@ -409,10 +437,16 @@ void DeviceModel::emitRowChanged(int row) {
   Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
+void DeviceModel::setToken(const std::string& token) {
+  if (token == token_) return;
+  token_ = token;
+  updateTargets();
+}
+
 void DeviceModel::updateTargets() {
   std::vector<control::WorkerEndpoint> targets;
   for (const Row& row : rows_) {
-    if (!row.device.address.empty()) targets.push_back({row.device.name, row.device.address});
+    if (!row.device.address.empty()) targets.push_back({row.device.name, row.device.address, token_});
   }
   monitor_->setTargets(std::move(targets));
 }

@@ -97,6 +97,8 @@ class DeviceModel : public QAbstractTableModel {
   /// `interval`; a device that answered before is Lost after `misses` rounds in a row
   /// without an answer.
   void setMonitoring(bool enabled);
+  /// The cluster token the monitor's Describe calls carry (empty: none).
+  void setToken(const std::string& token);
   void setProbeInterval(std::chrono::milliseconds interval);
   void setLostAfterMisses(int misses);
   /// One round now.
@@ -123,11 +125,13 @@ class DeviceModel : public QAbstractTableModel {
     QString version;
     QString error;
     int cores = 0;
+    bool insecure = false;  // started with --insecure
   };
 
   double speedOf(const Row& row) const;
   QString statusText(DeviceStatus status) const;
   QString tooltip(const Row& row) const;
+  QString statusTooltip(const Row& row) const;
   void setStatus(int row, DeviceStatus status);
   void emitRowChanged(int row);
   void applyInfo(Row& row, const v1::WorkerInfo& info);
@@ -136,6 +140,7 @@ class DeviceModel : public QAbstractTableModel {
   void onDescribed(const QString& address, const control::WorkerProbe& probe);
 
   std::vector<Row> rows_;
+  std::string token_;
   v1::Cluster file_;  // name, description, links, default latency of the loaded cluster
   DeviceMonitor* monitor_ = nullptr;
   int lost_after_misses_ = 3;

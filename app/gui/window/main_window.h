@@ -54,6 +54,11 @@ class MainWindow : public QMainWindow {
   /// Lists workers announcing themselves on UDP `port` (their --beacon-port).
   void startDiscovery(quint16 port);
 
+  /// Calls to workers carry the cluster token in `path` (empty: the file the last session
+  /// used, if any), remembered for the next session. False, with the reason in the log,
+  /// when the file cannot be used (missing, not private).
+  bool useTokenFile(const QString& path);
+
   PlanSession* session() const { return session_; }
   TrainingController* controller() const { return controller_; }
   LiveCharts* charts() const { return charts_; }

@@ -4,9 +4,11 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QSettings>
 #include <QStatusBar>
 
 #include "control/assignments.h"
+#include "control/cluster_token.h"
 #include "editor/plan_session.h"
 #include "editor/display_units.h"
 #include "live/beacon_discovery.h"
@@ -58,6 +60,7 @@ void MainWindow::connectController() {
     statusBar()->showMessage(text, 4000);
   });
   connect(controller_, &TrainingController::localClusterStarted, this, [this](const Cluster& cluster) {
+    devices_->setToken(controller_->workerToken());
     devices_->applyLocalCluster(cluster);
     log_->append(tr("console"), LogModel::Level::Info,
                  tr("%n local worker(s) run on this machine.", nullptr, cluster.size()));
@@ -157,6 +160,24 @@ void MainWindow::startDiscovery(quint16 port) {
   if (!discovery_->start(port)) {
     log_->append(tr("discovery"), LogModel::Level::Warning,
                  tr("Cannot listen for worker beacons on UDP port %1: %2").arg(port).arg(discovery_->errorString()));
+  }
+}
+
+bool MainWindow::useTokenFile(const QString& path) {
+  QSettings settings;
+  const QString file = path.isEmpty() ? settings.value(QStringLiteral("workers/tokenFile")).toString() : path;
+  if (file.isEmpty()) return true;
+  try {
+    const std::string token = control::readTokenFile(file.toStdString());
+    controller_->setToken(token);
+    devices_->setToken(token);
+    settings.setValue(QStringLiteral("workers/tokenFile"), file);
+    log_->append(tr("console"), LogModel::Level::Info, tr("Calls to workers carry the cluster token in %1.").arg(file));
+    return true;
+  } catch (const std::exception& e) {
+    log_->append(tr("console"), LogModel::Level::Error,
+                 tr("Cannot use the cluster token: %1").arg(QString::fromStdString(e.what())));
+    return false;
   }
 }
 
