@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <iostream>
 
 #include "arguments.h"
@@ -38,12 +39,14 @@ int clusterUp(std::span<const std::string> args) {
               "the stagecraft-worker to run (else $STAGECRAFT_WORKER, next to stagecraft-cli, or PATH)")
       .option("threads", "N", "LibTorch threads per worker", "1")
       .option("timeout", "SECONDS", "how long each worker may take to start", "120")
+      .option("data-dir", "DIR", "the folder the workers may read data files (MNIST, CIFAR-10) from")
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
       .epilog("The workers outlive this command; stop them with `stagecraft-cli cluster down --cluster C`.");
   const ParsedArguments parsed = parser.parse(args);
   control::LocalClusterOptions options;
   options.threads = parsed.positiveInt("threads");
   options.startup_timeout = secondsFlag("timeout", parsed.value("timeout"));
+  if (parsed.has("data-dir")) options.data_dir = std::filesystem::absolute(parsed.value("data-dir")).string();
   const std::string path = resolveClusterPath(parsed.value("cluster"));
   const Cluster cluster = Cluster::load(path);
   options.worker_binary = control::findWorkerBinary(parsed.value("worker-binary"), executablePath());

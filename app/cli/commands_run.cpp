@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <algorithm>
 #include <map>
@@ -35,6 +36,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Local workers read the run's data files: their paths made absolute (the workers take a
+/// relative one from their data folder), and the folder that holds them all, for the
+/// workers' --data-dir; empty without data files. Throws Error for a file that is not there.
+std::string localDataFolder(control::TrainingOptions& training) {
+  namespace fs = std::filesystem;
+  std::optional<fs::path> common;
+  for (auto [file, flag] : {std::pair{&training.data_path, "--data-path"}, {&training.labels_path, "--labels-path"}}) {
+    if (file->empty()) continue;
+    std::error_code ec;
+    if (!fs::is_regular_file(*file, ec)) throw Error(std::string(flag) + " '" + *file + "': no such file");
+    const fs::path absolute = fs::absolute(*file).lexically_normal();
+    *file = absolute.string();
+    fs::path folder = absolute.parent_path();
+    if (!common) {
+      common = folder;
+      continue;
+    }
+    // The deepest folder above both.
+    fs::path shared;
+    for (auto a = common->begin(), b = folder.begin(); a != common->end() && b != folder.end() && *a == *b; ++a, ++b) {
+      shared /= *a;
+    }
+    common = shared;
+  }
+  return common ? common->string() : std::string();
+}
 
 }  // namespace
 
@@ -196,9 +223,11 @@ int runRun(std::span<const std::string> args) {
   };
   LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
   LocalWorkersGuard local_guard;
+  const std::string data_folder = parsed.flag("local") ? localDataFolder(training) : std::string();
   if (parsed.flag("local") && !live.local) {
     control::LocalClusterOptions local_options;
     local_options.worker_binary = control::findWorkerBinary(parsed.value("worker-binary"), executablePath());
+    local_options.data_dir = data_folder;
     local_guard.adopt(control::LocalCluster::start(live.cluster, live.path, local_options));
     live = openCluster(live.path, parsed.value("token-file"));
     if (!json) std::cout << "Started local workers for " << live.cluster.name() << "\n";

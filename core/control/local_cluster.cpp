@@ -285,8 +285,9 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
       const std::string address = joinHostPort("127.0.0.1", ports[d]);
       const std::string log =
           (fs::path(dir) / (fileStem(cluster.name()) + "-" + fileStem(cluster.device(d).name) + ".log")).string();
-      const pid_t pid =
-          spawnDetached(options.worker_binary, workerArguments(cluster, d, address, options.threads, token_file), log);
+      std::vector<std::string> args = workerArguments(cluster, d, address, options.threads, token_file);
+      if (!options.data_dir.empty()) args.insert(args.end(), {"--data-dir", options.data_dir});
+      const pid_t pid = spawnDetached(options.worker_binary, args, log);
       auto* worker = local.state_.add_workers();
       worker->set_device(cluster.device(d).name);
       worker->set_address(address);

@@ -16,6 +16,7 @@ struct LocalClusterOptions {
   std::chrono::milliseconds startup_timeout{120'000};  ///< until every worker answers Describe
   std::chrono::milliseconds stop_grace{5'000};         ///< SIGTERM to SIGKILL
   int threads = 1;                                     ///< LibTorch threads per worker
+  std::string data_dir;                                ///< the workers' --data-dir; empty: no data files
 };
 
 /// $XDG_RUNTIME_DIR/stagecraft when XDG_RUNTIME_DIR is set, else /tmp/stagecraft-<uid>.

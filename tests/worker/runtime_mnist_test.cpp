@@ -1,6 +1,8 @@
 // Training on an MNIST-format file through real worker processes: IDX images and labels
 // written to a temp dir, a small 1x28x28 convolutional model (no zoo model takes MNIST's
 // shape) cut into two stages, the first a two-member group.
+#include <sys/stat.h>
+
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -126,7 +128,7 @@ class RuntimeMnist : public ::testing::Test {
 
 TEST_F(RuntimeMnist, LossFallsOnAnIdxFileAcrossAGroupAndAPipeline) {
   const MnistFiles files = writeMnist(dir_, 400);
-  auto workers = startWorkers({"s0m0", "s0m1", "s1m0"});
+  auto workers = startWorkers({"s0m0", "s0m1", "s1m0"}, {"--data-dir", dir_.string()});
   std::vector<WorkerProcess*> raw;
   std::vector<std::unique_ptr<TelemetryLog>> logs;
   for (auto& w : workers) {
@@ -171,7 +173,7 @@ TEST_F(RuntimeMnist, LossFallsOnAnIdxFileAcrossAGroupAndAPipeline) {
 
 TEST_F(RuntimeMnist, WrongLabelsPathFailsDeployNamingTheFile) {
   const MnistFiles files = writeMnist(dir_, 16);
-  WorkerProcess w("labels");
+  WorkerProcess w("labels", {"--data-dir", dir_.string()});
   auto a = common(files, "bad-labels");
   a.set_stage(0);
   a.set_stages(1);
@@ -189,7 +191,8 @@ TEST_F(RuntimeMnist, WrongLabelsPathFailsDeployNamingTheFile) {
     const auto status = w.call(&v1::Worker::Stub::Deploy, *bad, &reply, 20s);
     EXPECT_LT(Clock::now() - began, 10s);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
-    EXPECT_NE(status.error_message().find("MNIST labels '" + bad->data().labels_path() + "'"), std::string::npos)
+    EXPECT_NE(status.error_message().find("labels"), std::string::npos) << status.error_message();
+    EXPECT_NE(status.error_message().find("'" + bad->data().labels_path() + "'"), std::string::npos)
         << status.error_message();
     v1::HeartbeatReply heartbeat;
     ASSERT_TRUE(w.call(&v1::Worker::Stub::Heartbeat, v1::HeartbeatRequest(), &heartbeat).ok());
@@ -199,6 +202,65 @@ TEST_F(RuntimeMnist, WrongLabelsPathFailsDeployNamingTheFile) {
   v1::DeployReply reply;
   const auto status = w.call(&v1::Worker::Stub::Deploy, a, &reply);
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(RuntimeMnist, DataFilesComeOnlyFromTheDataFolderAndARefusedDeployKeepsTheJob) {
+  std::filesystem::create_directories(dir_ / "mnist");
+  const MnistFiles files = writeMnist(dir_ / "mnist", 16);
+  WorkerProcess w("confined", {"--data-dir", (dir_ / "mnist").string()});
+  auto a = common(files, "kept");
+  a.set_stage(0);
+  a.set_stages(1);
+  a.set_layer_begin(0);
+  a.set_layer_end(a.model().layers_size());
+  *a.add_group() = member(w.name(), w.address(), 16);
+  // A path relative to the data folder deploys.
+  a.mutable_data()->set_path(std::filesystem::path(files.images).filename().string());
+  v1::DeployReply reply;
+  ASSERT_TRUE(w.call(&v1::Worker::Stub::Deploy, a, &reply).ok());
+
+  std::filesystem::create_symlink("/etc/passwd", dir_ / "mnist" / "escape");
+  ASSERT_EQ(::mkfifo((dir_ / "mnist" / "fifo").c_str(), 0600), 0);
+  const std::string sibling = (dir_ / "secret").string();
+  std::ofstream(sibling) << "not for the worker";
+  struct Case {
+    std::string path;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/etc/shadow", grpc::StatusCode::PERMISSION_DENIED, "outside this worker's data folder"},
+           {sibling, grpc::StatusCode::PERMISSION_DENIED, "outside this worker's data folder"},
+           {"../secret", grpc::StatusCode::PERMISSION_DENIED, "outside this worker's data folder"},
+           {"escape", grpc::StatusCode::PERMISSION_DENIED, "outside this worker's data folder"},
+           {"fifo", grpc::StatusCode::INVALID_ARGUMENT, "not a regular file"},
+           {"/dev/zero", grpc::StatusCode::PERMISSION_DENIED, "--data-dir"},
+           {"missing", grpc::StatusCode::INVALID_ARGUMENT, "no such file"}}) {
+    auto bad = a;
+    bad.set_job("intruder");
+    bad.mutable_data()->set_path(c.path);
+    const auto began = Clock::now();
+    const auto status = w.call(&v1::Worker::Stub::Deploy, bad, &reply, 20s);
+    EXPECT_LT(Clock::now() - began, 10s) << c.path;
+    EXPECT_EQ(status.error_code(), c.code) << c.path << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find(c.says), std::string::npos) << status.error_message();
+    EXPECT_EQ(status.error_message().find("bytes"), std::string::npos) << status.error_message();  // no sizes
+    // The job deployed before is still there.
+    v1::HeartbeatReply heartbeat;
+    ASSERT_TRUE(w.call(&v1::Worker::Stub::Heartbeat, v1::HeartbeatRequest(), &heartbeat).ok());
+    EXPECT_EQ(heartbeat.state(), "deployed") << c.path;
+    EXPECT_EQ(heartbeat.job(), "kept") << c.path;
+  }
+
+  // A worker without a data folder reads no files at all.
+  WorkerProcess bare("bare");
+  auto elsewhere = a;
+  elsewhere.clear_group();
+  *elsewhere.add_group() = member(bare.name(), bare.address(), 16);
+  elsewhere.mutable_data()->set_path(files.images);
+  const auto status = bare.call(&v1::Worker::Stub::Deploy, elsewhere, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_NE(status.error_message().find("start it with --data-dir DIR"), std::string::npos) << status.error_message();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ constexpr CodeMapping kCodes[] = {
     {ErrorCode::DeadlineExceeded, grpc::StatusCode::DEADLINE_EXCEEDED},
     {ErrorCode::Aborted, grpc::StatusCode::ABORTED},
     {ErrorCode::Internal, grpc::StatusCode::INTERNAL},
+    {ErrorCode::PermissionDenied, grpc::StatusCode::PERMISSION_DENIED},
 };
 
 grpc::StatusCode statusCode(ErrorCode code) {

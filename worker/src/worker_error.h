@@ -17,6 +17,7 @@ enum class ErrorCode {
   DeadlineExceeded,    ///< a peer did not deliver in time
   Aborted,             ///< the job was stopped
   Internal,            ///< a broken invariant
+  PermissionDenied,    ///< a data file outside the worker's --data-dir
 };
 
 /// An error with the status class it belongs to; the message is one line.

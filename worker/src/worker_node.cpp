@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "blas_probe.h"
+#include "data_paths.h"
 #include "stage_layout.h"
 #include "stage_runtime.h"
 #include "status_mapping.h"
@@ -181,7 +183,7 @@ void WorkerNode::joinTrainer() {
   if (finished.joinable()) finished.join();
 }
 
-v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
+v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   std::lock_guard control(control_mutex_);
   {
     std::lock_guard lock(mutex_);
@@ -189,6 +191,14 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& assignment) {
       throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': Stop it before a new Deploy");
     }
   }
+  // Data files only from the data folder, checked before the deployed job is replaced. (A
+  // copy only then: an assignment may carry a whole stage's weights.)
+  std::optional<v1::StageAssignment> confined;
+  if (!given.data().path().empty() || !given.data().labels_path().empty()) {
+    confined = given;
+    confineDataPaths(*confined->mutable_data(), options_.data_dir);
+  }
+  const v1::StageAssignment& assignment = confined ? *confined : given;
   StageLayout layout = layoutStage(assignment);
   checkMemory(layout, memory_limit_mb_, options_.memory_mb > 0 ? "--memory-mb" : "this machine's memory");
   joinTrainer();

@@ -1,5 +1,7 @@
 #include "worker_options.h"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -29,7 +31,7 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
-         "                         (--token-file PATH | --insecure) [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
+         "                         (--token-file PATH | --insecure) [--data-dir DIR] [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
@@ -44,6 +46,8 @@ std::string workerUsage() {
          "  --token-file PATH      the cluster token (a private file, mode 0600): every call,\n"
          "                         a peer's included, must carry it\n"
          "  --insecure             answer every caller without a token (a trusted network only)\n"
+         "  --data-dir DIR         the only folder Deploy may name data files in (MNIST, CIFAR-10);\n"
+         "                         without it only synthetic data trains\n"
          "  --threads T            LibTorch threads (default: all cores)\n"
          "  --slowdown F           emulate a device F times slower (default 1)\n"
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
@@ -102,6 +106,12 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       if (o.token_file.empty()) throw Error("--token-file: must not be empty");
     } else if (flag == "--insecure") {
       o.insecure = true;
+    } else if (flag == "--data-dir") {
+      o.data_dir = next();
+      struct stat st {};
+      if (::stat(o.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        throw Error("--data-dir: '" + o.data_dir + "' is not a folder");
+      }
     } else if (flag == "--threads") {
       const double t = parseNumber(flag, next(), 1, true);
       if (t != std::floor(t) || t > 1024) throw Error("--threads: '" + value + "' is not a thread count");

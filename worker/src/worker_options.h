@@ -13,6 +13,7 @@ struct WorkerOptions {
   std::string token_file;       ///< the cluster token's file (mode 0600)
   std::string token;            ///< its contents, read by parseWorkerOptions(); empty only when insecure
   bool insecure = false;        ///< no token: every caller is answered
+  std::string data_dir;         ///< the only folder data files are read from; empty: none
   int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
   double slowdown = 1;          ///< compute takes this many times as long
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced

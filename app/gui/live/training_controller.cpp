@@ -1,6 +1,7 @@
 #include "live/training_controller.h"
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QLoggingCategory>
 #include <QMetaObject>
 #include <algorithm>
@@ -233,6 +234,8 @@ void TrainingController::startLocalJob(const std::string& path) {
   } else {
     options.worker_binary = control::findWorkerBinary(
         options.worker_binary, QCoreApplication::applicationFilePath().toStdString());
+    // Local workers run as this user: they may read data files from the user's home.
+    options.data_dir = QDir::homePath().toStdString();
     const int n = file.size();
     toGui([this, n] { Q_EMIT progress(tr("Starting %1 local workers.").arg(n), 0, n); });
     running = control::LocalCluster::start(file, path, options);
