@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -40,6 +42,33 @@ std::string encodeBeacon(const v1::Beacon& beacon) {
   return out;
 }
 
+namespace {
+
+/// Printable text of at most `limit` bytes: no control characters (an ESC in a name would
+/// drive the terminal that prints it, a newline would forge a row).
+bool printable(const std::string& text, std::size_t limit) {
+  if (text.size() > limit) return false;
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+bool nonNegative(double value) { return std::isfinite(value) && value >= 0; }
+
+/// Values a worker can send: anything else is forged or broken.
+bool plausible(const v1::Beacon& b) {
+  if (b.tier() != "cloud" && b.tier() != "edge" && b.tier() != "end") return false;
+  if (!printable(b.name(), 128) || !printable(b.address(), 256) || !printable(b.version(), 64) ||
+      !printable(b.state(), 32) || !printable(b.job(), 256)) {
+    return false;
+  }
+  return nonNegative(b.memory_mb()) && nonNegative(b.measured_gflops()) && b.cores() >= 0 && b.interval_ms() >= 0 &&
+         b.interval_ms() <= 3'600'000;
+}
+
+}  // namespace
+
 std::optional<v1::Beacon> decodeBeacon(std::string_view datagram) {
   if (datagram.size() > kMaxBeaconBytes || datagram.substr(0, kBeaconMagic.size()) != kBeaconMagic) {
     return std::nullopt;
@@ -47,7 +76,7 @@ std::optional<v1::Beacon> decodeBeacon(std::string_view datagram) {
   datagram.remove_prefix(kBeaconMagic.size());
   v1::Beacon beacon;
   if (!beacon.ParseFromArray(datagram.data(), static_cast<int>(datagram.size()))) return std::nullopt;
-  if (beacon.name().empty()) return std::nullopt;
+  if (beacon.name().empty() || !plausible(beacon)) return std::nullopt;
   // The port must be there; the host may be left for the listener to fill in.
   if (!beaconPort(beacon.address())) return std::nullopt;
   return beacon;

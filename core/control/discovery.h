@@ -24,7 +24,9 @@ constexpr std::size_t kMaxBeaconBytes = 8192;
 /// kBeaconMagic followed by the serialized beacon.
 std::string encodeBeacon(const v1::Beacon& beacon);
 /// The beacon in `datagram`, or nullopt for anything that is not one: no magic, a
-/// truncated or malformed message, no name or no address port, an oversize datagram.
+/// truncated or malformed message, no name or no address port, an oversize datagram; and
+/// values no worker sends (forged or broken): an unknown tier, negative or non-finite
+/// figures, control characters in its text (an ESC or newline in a name), overlong text.
 std::optional<v1::Beacon> decodeBeacon(std::string_view datagram);
 
 /// `address` ("host:port") with the host replaced by `sender_ip` when the host is empty

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "control/discovery.h"
 #include "io/error.h"
@@ -68,6 +70,25 @@ TEST(Discovery, JunkOnThePortIsRejected) {
   EXPECT_FALSE(decodeBeacon(encodeBeacon(sampleBeacon("a", "10.0.0.7:70000"))));
   EXPECT_TRUE(decodeBeacon(encodeBeacon(sampleBeacon("a", "0.0.0.0:5"))));
   EXPECT_TRUE(decodeBeacon(encodeBeacon(sampleBeacon("a", ":5"))));
+}
+
+TEST(Discovery, ForgedOrImpossibleValuesAreRejected) {
+  const auto with = [](const std::function<void(v1::Beacon&)>& change) {
+    v1::Beacon b = sampleBeacon();
+    change(b);
+    return decodeBeacon(encodeBeacon(b)).has_value();
+  };
+  EXPECT_TRUE(with([](v1::Beacon&) {}));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_name("\x1b[2Jhacked"); }));   // clears a terminal
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_job("mlp\r\nfake-row"); }));  // forges a row
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_name(std::string(200, 'n')); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_tier("moon"); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_measured_gflops(std::nan("")); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_measured_gflops(-1); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_memory_mb(std::numeric_limits<double>::infinity()); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_cores(-4); }));
+  EXPECT_FALSE(with([](v1::Beacon& b) { b.set_interval_ms(-1); }));
+  EXPECT_TRUE(with([](v1::Beacon& b) { b.set_name("边缘-1"); }));  // UTF-8 names are fine
 }
 
 TEST(Discovery, AnUnspecifiedHostIsTheSender) {
