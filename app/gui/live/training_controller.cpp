@@ -28,6 +28,18 @@ int memberCount(const Plan& plan) {
   return n;
 }
 
+/// Whether every device of `cluster` that has an address is one of `local`'s workers.
+bool servedLocally(const Cluster& cluster, const control::LocalCluster& local) {
+  for (const Device& device : cluster.devices()) {
+    if (device.address.empty()) continue;
+    const auto& workers = local.state().workers();
+    if (std::none_of(workers.begin(), workers.end(), [&](const auto& w) { return w.address() == device.address; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 TrainingController::TrainingController(QObject* parent) : QObject(parent) {
@@ -295,9 +307,13 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   {
     std::lock_guard lock(settings_mutex_);
     coordinator_options = coordinator_options_;
-    coordinator_options.token = token_.empty() && local_ ? local_->token() : token_;
+    coordinator_options.token = token_;
     profile = profile_before_deploy_;
     sizes = profile_sizes_;
+  }
+  // The local workers' token goes only to them, not to another cluster's workers.
+  if (coordinator_options.token.empty() && local_ && servedLocally(cluster, *local_)) {
+    coordinator_options.token = local_->token();
   }
   cancel_ = false;
   const std::uint64_t generation = deployment_ ? deployment_->generation + 1 : 1;
