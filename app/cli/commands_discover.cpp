@@ -66,13 +66,21 @@ int runDiscover(std::span<const std::string> args) {
                    {"state", TextTable::Align::Left},
                    {"GFLOP/s"},
                    {"memory (MB)"},
-                   {"job", TextTable::Align::Left}});
+                   {"job", TextTable::Align::Left},
+                   {"callers", TextTable::Align::Left}});
+  int insecure = 0;
   for (const auto& w : workers) {
     const auto& b = w.beacon;
+    insecure += b.insecure() ? 1 : 0;
     table.addRow({b.name(), b.tier(), b.address(), b.state(), fixed(b.measured_gflops(), 1), fixed(b.memory_mb(), 0),
-                  b.job()});
+                  b.job(), b.insecure() ? "anyone (--insecure)" : "with the token"});
   }
   for (const auto& line : table.lines()) std::cout << line << "\n";
+  if (insecure > 0) {
+    std::cerr << "warning: " << insecure << (insecure == 1 ? " worker answers" : " workers answer")
+              << " every caller (--insecure): anyone who reaches them can deploy, train, read or overwrite their "
+                 "model; start them with --token-file\n";
+  }
   return kExitOk;
 }
 

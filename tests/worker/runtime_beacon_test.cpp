@@ -43,6 +43,7 @@ TEST(RuntimeBeacon, ListenerHearsAWorkerWithItsAddressAndState) {
   EXPECT_GT(first->beacon.memory_mb(), 0);
   EXPECT_FALSE(first->beacon.version().empty());
   EXPECT_EQ(first->beacon.interval_ms(), 100);
+  EXPECT_TRUE(first->beacon.insecure());  // the test driver starts workers with --insecure
   const auto next = hear(listener, "beaconed", 5s);
   ASSERT_TRUE(next);
   EXPECT_GT(next->beacon.sequence(), first->beacon.sequence());
@@ -110,8 +111,18 @@ TEST(RuntimeBeacon, DiscoverJsonListsTheWorker) {
     ++found;
     EXPECT_EQ(b.address(), w.address());
     EXPECT_EQ(b.state(), "idle");
+    EXPECT_TRUE(b.insecure());
   }
   EXPECT_EQ(found, 1) << out;  // once, though it beaconed ten times
+  // The table says who may call it, and warns about a worker that answers anyone.
+  FILE* table = ::popen((std::string(STAGECRAFT_CLI) + " discover --port " + std::to_string(port) +
+                         " --seconds 1 2>&1").c_str(), "r");
+  ASSERT_NE(table, nullptr);
+  std::string text;
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, table)) > 0;) text.append(chunk, n);
+  ASSERT_EQ(::pclose(table), 0) << text;
+  EXPECT_NE(text.find("anyone (--insecure)"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: 1 worker answers every caller"), std::string::npos) << text;
   // The test's listener kept hearing it while the CLI listened.
   EXPECT_TRUE(hear(listener, "discovered", 5s));
 #endif
