@@ -208,16 +208,17 @@ std::vector<std::string> workerArguments(const Cluster& cluster, int device, con
   std::vector<std::string> args = token_file.empty() ? std::vector<std::string>{"--insecure"}
                                                      : std::vector<std::string>{"--token-file", token_file};
   args.insert(args.end(), {"--listen",         listen,
-          "--name",           d.name,
-          "--tier",           std::string(tierName(d.tier)),
-          "--threads",        std::to_string(threads),
-          "--slowdown",       number(fastest / d.gflops),
-          "--bandwidth-mbps", number(d.bandwidth_mbps),
-          "--memory-mb",      number(d.memory_mb),
-          // Discoverable on this machine (`stagecraft-cli discover`), not on the LAN: the
-          // loopback broadcast reaches every listener on the port, where a unicast to
-          // 127.0.0.1 would reach only one of those sharing it (SO_REUSEPORT balances).
-          "--beacon-to",      "127.255.255.255"});
+                           "--name",           d.name,
+                           "--tier",           std::string(tierName(d.tier)),
+                           "--threads",        std::to_string(threads),
+                           "--slowdown",       number(fastest / d.gflops),
+                           "--bandwidth-mbps", number(d.bandwidth_mbps),
+                           "--memory-mb",      number(d.memory_mb),
+                           // Discoverable on this machine (`stagecraft-cli discover`), not on the
+                           // LAN: the loopback broadcast reaches every listener on the port, where
+                           // a unicast to 127.0.0.1 would reach only one of those sharing it
+                           // (SO_REUSEPORT balances).
+                           "--beacon-to",      "127.255.255.255"});
   return args;
 }
 

@@ -31,7 +31,8 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
-         "                         (--token-file PATH | --insecure) [--data-dir DIR] [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
+         "                         (--token-file PATH | --insecure) [--data-dir DIR]\n"
+         "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
