@@ -99,6 +99,41 @@ TEST_F(RuntimeErrors, CallsBeforeDeployAreFailedPrecondition) {
   EXPECT_EQ(heartbeatState(fresh), "idle");
 }
 
+TEST_F(RuntimeErrors, WorkWithoutBoundsAndImpossibleStepsAreRefusedAtOnce) {
+  WorkerProcess w("bounds");
+  const auto profile = [&](int repeats, std::vector<int> sizes) {
+    v1::ProfileRequest request;
+    *request.mutable_model() = smallMlp();
+    request.set_repeats(repeats);
+    for (int s : sizes) request.add_micro_batches(s);
+    v1::DeviceProfile reply;
+    const auto began = Clock::now();
+    const grpc::Status status = w.call(&v1::Worker::Stub::Profile, request, &reply, 20s);
+    EXPECT_LT(Clock::now() - began, 10s);
+    return status;
+  };
+  const grpc::Status forever = profile(2147483647, {1});
+  EXPECT_EQ(forever.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(forever.error_message().find("repeats 2147483647 is out of range"), std::string::npos)
+      << forever.error_message();
+  EXPECT_EQ(profile(1, {0}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(profile(1, {1 << 20}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(profile(1, std::vector<int>(17, 1)).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(profile(1, {1, 2}).ok());
+
+  // SetWeights at a step before the first.
+  v1::StageAssignment small = wholeModel("mlp", w);
+  *small.mutable_model() = smallMlp();
+  ASSERT_TRUE(deploy(w, small).ok());
+  v1::StageWeights weights;
+  ASSERT_TRUE(w.call(&v1::Worker::Stub::GetWeights, v1::GetWeightsRequest(), &weights).ok());
+  weights.set_step(-5);
+  v1::SetWeightsReply reply;
+  const grpc::Status back = w.call(&v1::Worker::Stub::SetWeights, weights, &reply);
+  EXPECT_EQ(back.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(back.error_message().find("step -5 is negative"), std::string::npos) << back.error_message();
+}
+
 TEST_F(RuntimeErrors, LayerRangeOutOfBoundsIsInvalidArgument) {
   auto a = wholeModel("mlp", *worker_);
   a.set_layer_end(12);

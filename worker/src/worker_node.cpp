@@ -157,6 +157,25 @@ v1::HeartbeatReply WorkerNode::heartbeat() const {
 }
 
 v1::DeviceProfile WorkerNode::profile(const v1::ProfileRequest& request) {
+  // Bounded, so a caller cannot tie the worker up for days: a profile times each size a
+  // few times.
+  if (request.repeats() < 0 || request.repeats() > kMaxProfileRepeats) {
+    throw WorkerError(ErrorCode::InvalidArgument, "repeats " + std::to_string(request.repeats()) +
+                                                      " is out of range (0 to " +
+                                                      std::to_string(kMaxProfileRepeats) + ")");
+  }
+  if (request.micro_batches_size() > kMaxProfileSizes) {
+    throw WorkerError(ErrorCode::InvalidArgument, std::to_string(request.micro_batches_size()) +
+                                                      " micro-batch sizes: at most " +
+                                                      std::to_string(kMaxProfileSizes) + " per profile");
+  }
+  for (const int size : request.micro_batches()) {
+    if (size <= 0 || size > kMaxProfileMicroBatch) {
+      throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) +
+                                                        " is out of range (1 to " +
+                                                        std::to_string(kMaxProfileMicroBatch) + ")");
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::Training) {
@@ -318,6 +337,9 @@ v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
 v1::StageWeights WorkerNode::weights(bool optimizer_state) { return deployed()->weights(optimizer_state); }
 
 void WorkerNode::setWeights(const v1::StageWeights& weights) {
+  if (weights.step() < 0) {
+    throw WorkerError(ErrorCode::InvalidArgument, "step " + std::to_string(weights.step()) + " is negative");
+  }
   std::lock_guard control(control_mutex_);
   auto runtime = deployed();
   {

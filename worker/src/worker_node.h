@@ -22,6 +22,12 @@ namespace stagecraft::worker {
 
 class StageRuntime;
 
+/// What one Profile call may ask for: beyond these it is refused (INVALID_ARGUMENT), so no
+/// caller can keep a worker timing for days.
+constexpr int kMaxProfileRepeats = 100;
+constexpr int kMaxProfileSizes = 16;
+constexpr int kMaxProfileMicroBatch = 65536;
+
 class WorkerNode {
  public:
   /// Runs the start-up benchmark (measured_gflops).
