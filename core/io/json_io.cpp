@@ -3,6 +3,8 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,12 +21,22 @@ void parseJson(std::string_view json, google::protobuf::Message& message, std::s
   const auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &message, options);
   if (!status.ok()) {
-    throw Error(std::string(what) + ": not a valid " + message.GetDescriptor()->name() +
-                " (" + std::string(status.message()) + ")");
+    // The parser's first line only: the lines after it quote the input, which may be a
+    // file that was never meant to be shown (`--cluster /etc/shadow`).
+    std::string reason(status.message());
+    reason = reason.substr(0, reason.find('\n'));
+    if (reason.size() > 200) reason = reason.substr(0, 200) + "...";
+    throw Error(std::string(what) + ": not a valid " + message.GetDescriptor()->name() + " (" + reason + ")");
   }
 }
 
 std::string readTextFile(const std::string& path) {
+  // Only regular files of a sensible size: /dev/zero would grow without end, a FIFO would
+  // wait for a writer.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open (" + std::strerror(errno) + ")");
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+  if (st.st_size > kMaxTextFileBytes) throw Error(path + ": larger than 64 MiB, not a file this tool reads");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream text;

@@ -22,7 +22,10 @@ std::string toJson(const google::protobuf::Message& message, bool pretty = true)
 /// Writes toJson(message) to `path`; throws Error naming the path.
 void writeJsonFile(const std::string& path, const google::protobuf::Message& message);
 
-/// The whole content of a text file; throws Error naming the path.
+/// The whole content of a text file; throws Error naming the path, also for one that is
+/// not a regular file or is larger than kMaxTextFileBytes.
 std::string readTextFile(const std::string& path);
+/// readTextFile() refuses files larger than this.
+constexpr long long kMaxTextFileBytes = 64LL << 20;
 
 }  // namespace stagecraft::io

@@ -243,6 +243,21 @@ TEST_F(CliTest, UnknownModelIsOneLineFailure) {
   EXPECT_NE(r.err.find("alexnet"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, FilesThatAreNotJsonAreRefusedWithoutQuotingThem) {
+  // Not a regular file: refused at once, not read until memory runs out.
+  const CapturedRun zero = run({"plan", "--model", "mlp", "--cluster", "/dev/zero"});
+  EXPECT_ONE_LINE_FAILURE(zero, 2);
+  EXPECT_NE(zero.err.find("/dev/zero: not a regular file"), std::string::npos) << zero.err;
+  // A file that is not JSON: the error says so and does not show what is in it.
+  const std::string secret = (dir_ / "shadow").string();
+  std::ofstream(secret) << "root:$6$secret-hash-line:19000:0:99999:7:::\nsecond line\n";
+  const CapturedRun shadow = run({"plan", "--model", "mlp", "--cluster", secret});
+  EXPECT_ONE_LINE_FAILURE(shadow, 2);
+  EXPECT_NE(shadow.err.find("not a valid Cluster"), std::string::npos) << shadow.err;
+  EXPECT_EQ(shadow.err.find("secret-hash"), std::string::npos) << shadow.err;
+  EXPECT_EQ(shadow.err.find("root:"), std::string::npos) << shadow.err;
+}
+
 TEST_F(CliTest, UnknownPlannerIsOneLineFailure) {
   EXPECT_ONE_LINE_FAILURE(run({"plan", "--model", "mlp", "--cluster", "cloud-edge-end", "--planner", "magic"}), 2);
   EXPECT_ONE_LINE_FAILURE(
