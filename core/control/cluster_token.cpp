@@ -114,4 +114,11 @@ bool tokensMatch(std::string_view given, std::string_view expected) {
   return differ == 0;
 }
 
+const char* tokenRefusal(std::optional<std::string_view> given, std::string_view expected) {
+  if (expected.empty()) return nullptr;
+  if (!given) return "this worker needs the cluster token (--token-file)";
+  if (!tokensMatch(*given, expected)) return "wrong cluster token";
+  return nullptr;
+}
+
 }  // namespace stagecraft::control

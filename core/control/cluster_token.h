@@ -2,6 +2,7 @@
 // The cluster token: a shared secret every worker of a cluster and everyone who drives
 // them (CLI, console, the workers' own peers) hold in a private file. A worker answers
 // only calls that carry it (worker/README.md, "Who may call it").
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,9 @@ std::string makeTokenFile(const std::string& path);
 /// Whether `given` equals `expected`, in time that depends only on their lengths (a caller
 /// timing refusals learns nothing about the token's digits).
 bool tokensMatch(std::string_view given, std::string_view expected);
+
+/// Why a worker expecting `expected` (empty: an --insecure worker, which takes anyone)
+/// refuses a call carrying `given` (nullopt: no token), or nullptr when it lets it in.
+const char* tokenRefusal(std::optional<std::string_view> given, std::string_view expected);
 
 }  // namespace stagecraft::control

@@ -92,5 +92,13 @@ TEST(ClusterToken, TokensMatchOnlyWhenEqual) {
   EXPECT_FALSE(tokensMatch(std::string_view("ab\0", 3), "ab"));
 }
 
+TEST(ClusterToken, AWorkerRefusesACallWithoutItsTokenAndAnInsecureOneNone) {
+  EXPECT_EQ(tokenRefusal("abc", "abc"), nullptr);
+  EXPECT_STREQ(tokenRefusal("abd", "abc"), "wrong cluster token");
+  EXPECT_STREQ(tokenRefusal(std::nullopt, "abc"), "this worker needs the cluster token (--token-file)");
+  EXPECT_EQ(tokenRefusal(std::nullopt, ""), nullptr);
+  EXPECT_EQ(tokenRefusal("anything", ""), nullptr);
+}
+
 }  // namespace
 }  // namespace stagecraft::control

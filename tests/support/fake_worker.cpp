@@ -45,12 +45,10 @@ FakeWorker::~FakeWorker() {
 }
 
 grpc::Status FakeWorker::authorize(const grpc::ServerContext& context) const {
-  if (script_.token.empty()) return grpc::Status::OK;
-  const auto given = context.client_metadata().find(control::kTokenMetadataKey);
-  if (given == context.client_metadata().end() ||
-      !control::tokensMatch(std::string_view(given->second.data(), given->second.size()), script_.token)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong cluster token");
-  }
+  const auto found = context.client_metadata().find(control::kTokenMetadataKey);
+  std::optional<std::string_view> given;
+  if (found != context.client_metadata().end()) given = std::string_view(found->second.data(), found->second.size());
+  if (const char* why = control::tokenRefusal(given, script_.token)) return {grpc::StatusCode::UNAUTHENTICATED, why};
   return grpc::Status::OK;
 }
 

@@ -1,5 +1,8 @@
 #include "worker_service.h"
 
+#include <optional>
+#include <string_view>
+
 #include "control/cluster_token.h"
 #include "status_mapping.h"
 #include "worker_node.h"
@@ -9,15 +12,11 @@ namespace stagecraft::worker {
 WorkerService::WorkerService(WorkerNode& node, std::string token) : node_(node), token_(std::move(token)) {}
 
 grpc::Status WorkerService::authorize(const grpc::ServerContext& context) const {
-  if (token_.empty()) return grpc::Status::OK;  // --insecure
   const auto& metadata = context.client_metadata();
-  const auto given = metadata.find(control::kTokenMetadataKey);
-  if (given == metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this worker needs the cluster token (--token-file)");
-  }
-  if (!control::tokensMatch(std::string_view(given->second.data(), given->second.size()), token_)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong cluster token");
-  }
+  const auto found = metadata.find(control::kTokenMetadataKey);
+  std::optional<std::string_view> given;
+  if (found != metadata.end()) given = std::string_view(found->second.data(), found->second.size());
+  if (const char* why = control::tokenRefusal(given, token_)) return {grpc::StatusCode::UNAUTHENTICATED, why};
   return grpc::Status::OK;
 }
 

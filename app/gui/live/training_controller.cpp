@@ -255,8 +255,8 @@ void TrainingController::startLocalJob(const std::string& path) {
   }
   local_ = std::move(running);
   const Cluster applied = local_->apply(file);
-  std::string token = local_->state().token_file().empty() ? std::string() : local_->token();
-  toGui([this, applied, token = std::move(token)] {
+  local_worker_token_ = local_->state().token_file().empty() ? std::string() : local_->token();
+  toGui([this, applied, token = local_worker_token_] {
     local_cluster_ = applied;
     local_token_ = token;
     Q_EMIT progress(tr("%1 local workers answer.").arg(applied.size()), applied.size(), applied.size());
@@ -273,6 +273,7 @@ void TrainingController::stopLocalJob() {
     local_->stop();
     local_.reset();
   }
+  local_worker_token_.clear();
   toGui([this] {
     local_cluster_.reset();
     local_token_.clear();
@@ -313,7 +314,7 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   }
   // The local workers' token goes only to them, not to another cluster's workers.
   if (coordinator_options.token.empty() && local_ && servedLocally(cluster, *local_)) {
-    coordinator_options.token = local_->token();
+    coordinator_options.token = local_worker_token_;
   }
   cancel_ = false;
   const std::uint64_t generation = deployment_ ? deployment_->generation + 1 : 1;

@@ -210,6 +210,7 @@ class TrainingController : public QObject {
   // The controller's thread and what only it touches.
   std::unique_ptr<Deployment> deployment_;
   std::optional<control::LocalCluster> local_;
+  std::string local_worker_token_;  // local_'s token, read once when it starts (local_token_ is the GUI's copy)
   bool local_owned_ = false;
 
   // Between the threads.
