@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "control/backups.h"
 #include "control/checkpoint.h"
@@ -245,6 +246,24 @@ Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
   return outcome.plan;
 }
 
+std::vector<WorkerProbe> TrainingRun::probeSurvivors(const std::string& failed) {
+  std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
+  // The device whose failure stopped the run and refuses a connection is gone. Any other
+  // device that refuses is asked once more a moment later before it is given up: a process
+  // that is gone refuses again, a connection that was being re-established answers.
+  std::vector<int> doubtful;
+  for (int d = 0; d < static_cast<int>(probes.size()); ++d) {
+    if (!probes[d].reachable && !probes[d].timed_out && probes[d].endpoint.name != failed) doubtful.push_back(d);
+  }
+  if (doubtful.empty()) return probes;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::vector<WorkerProbe> again = coordinator_->probe(settings_.probe_deadline);
+  for (int d : doubtful) {
+    if (again[d].reachable) probes[d] = again[d];
+  }
+  return probes;
+}
+
 Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms, RunResult& result,
                               const RunEvents& events) {
   Recovery rec;
@@ -254,9 +273,10 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
   std::optional<WorkerError> error = first_error;
   for (int attempt = 0;; ++attempt) {
     // Who is gone: every device of the run asked at once, with a short deadline.
-    const std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
+    const std::vector<WorkerProbe> probes = probeSurvivors(error->worker());
     const Cluster& current = *deployed_->cluster;
     std::vector<std::string> lost, live, kept;
+    std::string why_lost;  // each lost device's own answer, for the report
     bool all_timed_out = true;
     for (int d = 0; d < cluster_->size(); ++d) {
       const std::string& name = cluster_->device(d).name;
@@ -267,6 +287,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         if (deployed_->plan.stageOfDevice(current.size())[*in_plan] < 0) continue;
         lost.push_back(name);
         all_timed_out = all_timed_out && probes[d].timed_out;
+        if (name != error->worker()) why_lost += "; " + probes[d].error;
       }
     }
     std::shared_ptr<const Cluster> over;
@@ -287,7 +308,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     } else {
       rec.device = joinNames(lost);
       rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
-      rec.reason = error->what();
+      rec.reason = error->what() + why_lost;
       rec.backup = gatherBackup(kept);
 
       // The cheapest rung: the lost members' group keeps its cuts and its survivors take the

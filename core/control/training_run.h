@@ -236,6 +236,9 @@ class TrainingRun {
   void updateFactors();
   /// The run lost a device: returns the recovery, with the new deployment in place.
   Recovery recover(const WorkerError& error, double detected_ms, RunResult& result, const RunEvents& events);
+  /// Every device of the run asked whether it answers; `failed` names the device whose
+  /// error stopped the run.
+  std::vector<WorkerProbe> probeSurvivors(const std::string& failed);
   Recovery replan(const ReplanRequest& request, RunResult& result);
   Plan planOver(const Cluster& over, const std::string& why) const;
   /// Devices that answer and are not deployed, when a plan with them is clearly faster.

@@ -146,10 +146,10 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   const control::RunResult result = run.train(kSteps, events);
   for (const auto& r : result.recoveries) {
     std::printf("%s %s: noticed after %.0f ms, running again %.0f ms later, %lld steps replayed from step %lld "
-                "(%s)\n",
+                "(%s); %s\n",
                 r.device.c_str(), std::string(control::recoveryKindName(r.kind)).c_str(), r.detected_ms,
                 r.recovered_ms, static_cast<long long>(r.replayed_steps), static_cast<long long>(r.step),
-                r.backup.c_str());
+                r.backup.c_str(), r.reason.c_str());
   }
 
   ASSERT_EQ(result.recoveries.size(), 1u);
