@@ -754,7 +754,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="132"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="176"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -1113,8 +1113,8 @@
         <location filename="../app/gui/window/main_window.cpp" line="405"/>
         <location filename="../app/gui/window/main_window.cpp" line="508"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="65"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="175"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="178"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="190"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="193"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1254,16 +1254,31 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window_training.cpp" line="131"/>
+        <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
+        <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
+        <source>The plan before it measured %1.</source>
+        <translation>之前的方案实测为 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <source>Go back to the previous plan</source>
+        <translation>退回到之前的方案</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="146"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="152"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="141"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="156"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
@@ -1283,37 +1298,37 @@
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="165"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="151"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="153"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="168"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="177"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="175"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="190"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="179"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="194"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="202"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="217"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1897,123 +1912,123 @@
 <context>
     <name>stagecraft::gui::TrainingController</name>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="49"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="62"/>
         <source>Idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="50"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="63"/>
         <source>Starting local workers</source>
         <translation>正在启动本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="51"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="64"/>
         <source>Stopping local workers</source>
         <translation>正在停止本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="52"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="65"/>
         <source>Profiling</source>
         <translation>正在性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="53"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="66"/>
         <source>Deploying</source>
         <translation>正在部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="54"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="67"/>
         <source>Deployed</source>
         <translation>已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="55"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="68"/>
         <source>Training</source>
         <translation>正在训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="56"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="69"/>
         <source>Stopping</source>
         <translation>正在停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="57"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="70"/>
         <source>Stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="58"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="71"/>
         <source>Re-planning</source>
         <translation>正在重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="108"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="121"/>
         <source>Local workers are already running; stop them first.</source>
         <translation>本地工作节点已在运行；请先停止它们。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="109"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="122"/>
         <source>Cannot start local workers while %1.</source>
         <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="117"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="130"/>
         <source>No local workers are running.</source>
         <translation>没有正在运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="126"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="139"/>
         <source>Cannot deploy while %1.</source>
         <translation>当前状态为“%1”，无法部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="133"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="146"/>
         <source>Train at least one step.</source>
         <translation>请至少训练一步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="135"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="148"/>
         <source>Cannot start training while %1.</source>
         <translation>当前状态为“%1”，无法开始训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="149"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="162"/>
         <source>Nothing is training.</source>
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="231"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="244"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="237"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="252"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="247"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="262"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="306"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="326"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="313"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="333"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="321"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="341"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="328"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="329"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="348"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="349"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
@@ -2063,21 +2078,27 @@
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="105"/>
+        <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
+        <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
+    </message>
+    <message>
         <location filename="../app/gui/live/training_controller_events.cpp" line="60"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="208"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="230"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="329"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="375"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="390"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="419"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="523"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="221"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="243"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="349"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="410"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="439"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="545"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="45"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="85"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="98"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="111"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -2097,78 +2118,78 @@
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="376"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="396"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="391"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="411"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="393"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="413"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="397"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="412"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="413"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="433"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="414"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="440"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="480"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="500"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="452"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="455"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="475"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="482"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="537"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="522"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="544"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="524"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="546"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "arguments.h"
 #include "command_support.h"
@@ -339,6 +340,7 @@ int runRun(std::span<const std::string> args) {
     return kExitInternal;
   }
   control::RunResult result;
+  std::set<std::int64_t> went_back;  // the steps whose verdict sent the run back
   std::map<std::int64_t, std::vector<TimelineEvent>> measured;  // per step, every member's events
   std::vector<v1::IterationReport> latest(run.deployment().memberCount());
   std::optional<Calibration> calibration;
@@ -394,6 +396,19 @@ int runRun(std::span<const std::string> args) {
     events.on_straggler = [&](const control::StragglerNotice& n) {
       progress.finish();
       printStraggler(n, std::cerr);
+    };
+    // Unattended, a re-plan that measures below both its promise and the plan before it is
+    // undone (the way back is judged against what that plan measured).
+    events.on_promise = [&](const control::PlanPromise& p) {
+      if (!p.missed) return;
+      const bool back = p.before_sps > 0 && p.measured_sps < p.before_sps;
+      progress.finish();
+      printMissedPromise(p, back, std::cerr);
+      if (back) {
+        run.requestReplan(control::ReplanRequest{p.previous, p.previous_cluster, control::RecoveryKind::Manual, "",
+                                                 p.before_sps});
+        went_back.insert(p.judged_step);
+      }
     };
     result = run.train(steps, events, &g_interrupted);
   }
@@ -457,6 +472,16 @@ int runRun(std::span<const std::string> args) {
     d->set_level(result.diverged->level);
     d->set_reason(result.diverged->reason);
     d->set_kept_step(result.diverged->kept_step);
+  }
+  for (const control::PlanPromise& p : result.promises) {
+    v1::RunPromise* out = report.add_promises();
+    out->set_from_step(p.from_step);
+    out->set_judged_step(p.judged_step);
+    out->set_promised_samples_per_second(p.promised_sps);
+    out->set_measured_samples_per_second(p.measured_sps);
+    out->set_before_samples_per_second(p.before_sps);
+    out->set_missed(p.missed);
+    out->set_went_back(went_back.count(p.judged_step) > 0);
   }
   report.set_training_ms(result.training_ms);
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());

@@ -167,6 +167,14 @@ void printStraggler(const control::StragglerNotice& n, std::ostream& out) {
   }
 }
 
+void printMissedPromise(const control::PlanPromise& p, bool going_back, std::ostream& out) {
+  out << "after step " << p.judged_step << ": the re-plan at step " << p.from_step << " promised "
+      << fixed(p.promised_sps, 1) << " samples/s and measured " << fixed(p.measured_sps, 1) << " ("
+      << fixed(100 * p.measured_sps / p.promised_sps, 0) << "% of it)";
+  if (p.before_sps > 0) out << "; the plan before it measured " << fixed(p.before_sps, 1);
+  out << (going_back ? "; going back to that plan\n" : "; keeping it, it is still the faster one\n");
+}
+
 void printDivergence(const control::Divergence& d, double lr, const std::string& checkpoint_dir, std::int64_t steps,
                      std::ostream& out) {
   char lower[32];

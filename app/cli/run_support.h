@@ -151,6 +151,9 @@ void printFailureNotice(const control::Recovery& r, std::ostream& out);
 /// "after step N: D takes 1.38x as long as the plan expects, next to the other devices; a
 /// re-plan is predicted 1.30x faster (--auto-replan applies such re-plans; SIGHUP re-plans now)".
 void printStraggler(const control::StragglerNotice& n, std::ostream& out);
+/// A re-plan's verdict, when it missed its promise; `going_back` says the run returns to the
+/// plan before it.
+void printMissedPromise(const control::PlanPromise& p, bool going_back, std::ostream& out);
 /// What the divergence guard did and how to go on: a lower learning rate, from the
 /// checkpoint when the run writes one.
 void printDivergence(const control::Divergence& d, double lr, const std::string& checkpoint_dir, std::int64_t steps,

@@ -44,7 +44,8 @@ TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, 
       step_(options_.start_step),
       backup_step_(options_.start_step),
       checkpoint_step_(options_.start_step),
-      divergence_(settings_.divergence) {}
+      divergence_(settings_.divergence),
+      promises_(settings_.promise) {}
 
 TrainingRun::~TrainingRun() = default;
 
@@ -123,6 +124,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator), std::nullopt});
   deployed_->expected.emplace(costModel(*deployed_->cluster));
   stragglers_ = StragglerWatch(settings_.straggler);
+  promises_.forget();  // replan() says when a deployment was chosen on a promise
   step_ = weights ? weights->step : backup_step_;
   latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
   // A new plan has a step time of its own (slower without a lost fast device, and its
@@ -392,7 +394,11 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   }
   rec.stages = next.stageCount();
   for (const Stage& s : next.stages) rec.devices += static_cast<int>(s.members.size());
+  Plan previous = deployed_->plan;
+  Cluster previous_cluster = *deployed_->cluster;
+  const double before_sps = promises_.recentThroughput();
   install(next, over, &backup_.value());
+  promises_.begin(request.promise_sps.value_or(predicted_sps_), before_sps, std::move(previous), std::move(previous_cluster), step_);
   return rec;
 }
 
@@ -478,6 +484,10 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       pending.reset();
     }
     if (events.on_step) events.on_step(s);
+    if (auto verdict = promises_.observe(s)) {
+      result.promises.push_back(*verdict);
+      if (events.on_promise) events.on_promise(*verdict);
+    }
     if (!diverged) diverged = divergence_.observe(s.step, s.loss);
     if (step_ < target && !diverged) watchStragglers(events);
   };

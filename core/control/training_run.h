@@ -20,6 +20,7 @@
 #include "cluster/cluster.h"
 #include "control/coordinator.h"
 #include "control/divergence.h"
+#include "control/promise.h"
 #include "control/replan.h"
 #include "control/stragglers.h"
 #include "cost/cost_model.h"
@@ -93,6 +94,9 @@ struct RunSettings {
   /// replan_gain (a Straggler recovery).
   StragglerRule straggler;
   bool auto_replan = false;
+  /// A re-plan (manual, a join, a straggler's) is judged `promise.steps` steps after it:
+  /// measured throughput against the prediction it was chosen on (RunEvents::on_promise).
+  PromiseRule promise;
   /// The divergence guard: a step whose loss is not finite or far above its running level
   /// stops the run at once; it goes back to the workers' backup from before that step (the
   /// last good weights) and train() returns with RunResult::diverged.
@@ -126,6 +130,9 @@ struct RunEvents {
   /// A recovery or re-plan completed its first step; `recovered_ms` is filled.
   std::function<void(const Recovery&)> on_recovery;
   std::function<void(const StragglerNotice&)> on_straggler;
+  /// The verdict on a re-plan, once per re-plan (see RunSettings::promise). When `missed`,
+  /// requestReplan({previous, previous_cluster}) goes back to the plan before it.
+  std::function<void(const PlanPromise&)> on_promise;
 };
 
 /// What train() ends with.
@@ -144,6 +151,7 @@ struct RunResult {
   /// The guard stopped the run: where, why, and the step it went back to (the run's step();
   /// `steps` ends there).
   std::optional<Divergence> diverged;
+  std::vector<PlanPromise> promises;  ///< the verdicts on the re-plans of this train()
 };
 
 /// A re-plan asked for by the user: this plan over this cluster (every device with a worker
@@ -154,6 +162,9 @@ struct ReplanRequest {
   std::optional<Cluster> cluster;
   RecoveryKind kind = RecoveryKind::Manual;  ///< Joined for an elastic join
   std::string devices;                       ///< the joining devices, for the report
+  /// What the re-plan is judged against instead of the plan's prediction: going back to a
+  /// plan, what it measured before (PlanPromise::before_sps).
+  std::optional<double> promise_sps;
 };
 
 class TrainingRun {
@@ -277,6 +288,7 @@ class TrainingRun {
   DivergenceWatch divergence_;
   bool diverged_ = false;  // the last train() ended diverged: the workers hold backup_
   StragglerWatch stragglers_;
+  PromiseWatch promises_;
 
   std::mutex requests_mutex_;
   bool stop_requested_ = false;

@@ -3,6 +3,7 @@
 // stragglers, stop and re-plan requests at a step boundary.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -274,6 +275,72 @@ TEST(TrainingRun, AutoReplanMovesWorkOffAStraggler) {
 
 namespace stagecraft::control {
 namespace {
+
+TEST(TrainingRun, AReplanThatMissesItsPromiseIsReportedAndGoingBackRestoresThePlanBefore) {
+  // The fakes report 2 ms a step on one stage and, on two stages, whatever the test sets:
+  // half of what the re-plan promised.
+  auto two_stage_ms = std::make_shared<std::atomic<double>>(2.0);
+  Fakes fakes(2, {}, [two_stage_ms](int, FakeWorkerScript& script) {
+    script.events = [two_stage_ms](std::int64_t step, const v1::StageAssignment& assignment) {
+      const double ms = assignment.stages() == 2 ? two_stage_ms->load() : 2.0;
+      return std::vector<v1::TelemetryEvent>{stagecraft::testing::defaultIteration(step, assignment, ms)};
+    };
+  });
+  RunSettings settings = quickSettings();
+  settings.promise = PromiseRule{1, 3, 0.15};
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), settings);
+  const Plan one_stage = planOver({{0, 8, {{0, 8}}}});
+  run.deploy(one_stage);
+  std::vector<PlanPromise> verdicts;
+  double promised = 0;
+  int deployments = 0;
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 6) run.requestReplan(ReplanRequest{planOver({{0, 4, {{0, 8}}}, {4, 8, {{1, 8}}}}), std::nullopt});
+  };
+  events.on_deployed = [&] {
+    if (++deployments == 1) {
+      promised = run.predictedSamplesPerSecond();
+      two_stage_ms->store(8 * 1000.0 / (promised / 2));  // half the promise
+    }
+  };
+  events.on_promise = [&](const PlanPromise& p) {
+    verdicts.push_back(p);
+    // The way back is judged too, against what the plan measured before.
+    if (p.missed) {
+      run.requestReplan(ReplanRequest{p.previous, p.previous_cluster, RecoveryKind::Manual, "", p.before_sps});
+    } else {
+      run.requestStop();
+    }
+  };
+  // Segments are as long as a loaded machine makes them: the run ends on the second verdict.
+  const RunResult result = run.train(100'000, events);
+
+  ASSERT_GT(promised, 0);
+  ASSERT_GE(verdicts.size(), 1u);
+  const PlanPromise& v = verdicts.front();
+  EXPECT_TRUE(v.missed);
+  EXPECT_GE(v.from_step, 6);
+  EXPECT_EQ(v.judged_step, v.from_step + 4);  // a settling step, then three measured
+  EXPECT_DOUBLE_EQ(v.promised_sps, promised);
+  EXPECT_NEAR(v.measured_sps, promised / 2, promised * 1e-6);
+  EXPECT_NEAR(v.before_sps, 8 * 1000.0 / 2, 1e-6);  // the one-stage plan's 2 ms steps
+  EXPECT_EQ(v.previous.stageCount(), 1);
+  // Going back: the plan before, from the step the verdict was made at, nothing replayed.
+  ASSERT_EQ(result.recoveries.size(), 2u);
+  EXPECT_EQ(result.recoveries[1].kind, RecoveryKind::Manual);
+  EXPECT_EQ(result.recoveries[1].replayed_steps, 0);
+  EXPECT_EQ(run.plan().stageCount(), 1);
+  ASSERT_EQ(verdicts.size(), 2u);
+  EXPECT_EQ(verdicts[1].previous.stageCount(), 2);
+  EXPECT_DOUBLE_EQ(verdicts[1].promised_sps, v.before_sps);
+  EXPECT_NEAR(verdicts[1].measured_sps, 8 * 1000.0 / 2, 1e-6);
+  EXPECT_FALSE(verdicts[1].missed);
+  EXPECT_EQ(result.promises.size(), verdicts.size());
+  EXPECT_TRUE(result.stopped);
+  for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
+}
 
 TEST(TrainingRun, TheDivergenceGuardStopsGoesBackAndALowerRateGoesOn) {
   // The last stage's loss explodes from step 30 on while the learning rate is 0.05 or more.

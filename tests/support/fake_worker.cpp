@@ -44,16 +44,19 @@ FakeWorker::~FakeWorker() {
   if (trainer_.joinable()) trainer_.join();
 }
 
-grpc::Status FakeWorker::authorize(const grpc::ServerContext& context) const {
-  const auto found = context.client_metadata().find(control::kTokenMetadataKey);
+grpc::Status FakeWorker::authorize(const grpc::ServerContext* context) const {
+  // Tests call the service in process, without a server: no call, no metadata.
+  if (!context) return script_.token.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no call");
+  const auto& metadata = context->client_metadata();
+  const auto found = metadata.find(control::kTokenMetadataKey);
   std::optional<std::string_view> given;
-  if (found != context.client_metadata().end()) given = std::string_view(found->second.data(), found->second.size());
+  if (found != metadata.end()) given = std::string_view(found->second.data(), found->second.size());
   if (const char* why = control::tokenRefusal(given, script_.token)) return {grpc::StatusCode::UNAUTHENTICATED, why};
   return grpc::Status::OK;
 }
 
 grpc::Status FakeWorker::Describe(grpc::ServerContext* context, const v1::DescribeRequest*, v1::WorkerInfo* info) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   if (script_.describe_delay.count() > 0) std::this_thread::sleep_for(script_.describe_delay);
   info->set_name(script_.name);
   info->set_tier(script_.tier);
@@ -74,7 +77,7 @@ grpc::Status FakeWorker::Describe(grpc::ServerContext* context, const v1::Descri
 
 grpc::Status FakeWorker::Profile(grpc::ServerContext* context, const v1::ProfileRequest* request,
                                  v1::DeviceProfile* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::optional<ModelSpec> parsed;
   try {
     parsed = ModelSpec::fromProto(request->model());
@@ -104,7 +107,7 @@ grpc::Status FakeWorker::Profile(grpc::ServerContext* context, const v1::Profile
 
 grpc::Status FakeWorker::Deploy(grpc::ServerContext* context, const v1::StageAssignment* assignment,
                                 v1::DeployReply* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   if (assignment->rank() < 0 || assignment->rank() >= assignment->group_size()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
   }
@@ -123,7 +126,7 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext* context, const v1::StageAss
 }
 
 grpc::Status FakeWorker::Start(grpc::ServerContext* context, const v1::StartRequest* request, v1::StartReply*) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::unique_lock lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (request->job() != assignment_->job()) {
@@ -201,7 +204,7 @@ void FakeWorker::publish(const v1::TelemetryEvent& event) {
 }
 
 grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopRequest*, v1::StopReply* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   stopping_ = true;
   std::thread trainer;
   {
@@ -216,7 +219,7 @@ grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopReques
 
 grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,
                                    grpc::ServerWriter<v1::TelemetryEvent>* writer) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::deque<v1::TelemetryEvent> queue;
   {
     std::lock_guard lock(mutex_);
@@ -245,7 +248,7 @@ grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::Telem
 
 grpc::Status FakeWorker::Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest*,
                                    v1::HeartbeatReply* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   reply->set_state(training_ && !stopping_ ? "training" : assignment_ ? "deployed" : "idle");
   reply->set_step(step_);
@@ -255,7 +258,7 @@ grpc::Status FakeWorker::Heartbeat(grpc::ServerContext* context, const v1::Heart
 
 grpc::Status FakeWorker::GetWeights(grpc::ServerContext* context, const v1::GetWeightsRequest* request,
                                     v1::StageWeights* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
@@ -312,7 +315,7 @@ void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment
 
 grpc::Status FakeWorker::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* state,
                                      v1::StoreBackupReply*) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_ || state->job() != assignment_->job()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "a backup for another job");
@@ -325,7 +328,7 @@ grpc::Status FakeWorker::StoreBackup(grpc::ServerContext* context, const v1::Sta
 
 grpc::Status FakeWorker::ListBackups(grpc::ServerContext* context, const v1::ListBackupsRequest* request,
                                      v1::BackupList* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_ || (!request->job().empty() && request->job() != assignment_->job())) return grpc::Status::OK;
   for (std::int64_t step : own_backups_) {
@@ -347,7 +350,7 @@ grpc::Status FakeWorker::ListBackups(grpc::ServerContext* context, const v1::Lis
 }
 
 grpc::Status FakeWorker::GetBackup(grpc::ServerContext* context, const v1::BackupRef* ref, v1::StageWeights* reply) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (assignment_ && ref->job() == assignment_->job() && ref->layer_begin() == assignment_->layer_begin() &&
       ref->layer_end() == assignment_->layer_end() &&
@@ -372,7 +375,7 @@ int FakeWorker::backupsHeld() const {
 
 grpc::Status FakeWorker::SetWeights(grpc::ServerContext* context, const v1::StageWeights* weights,
                                     v1::SetWeightsReply*) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
   if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");

@@ -73,7 +73,7 @@ class FakeWorker final : public v1::Worker::Service {
 
   void setAddress(std::string address) { address_ = std::move(address); }
   /// OK, or UNAUTHENTICATED without script.token.
-  grpc::Status authorize(const grpc::ServerContext& context) const;
+  grpc::Status authorize(const grpc::ServerContext* context) const;
   /// Ends every Telemetry call, for a server shutting down.
   void shutdown();
 

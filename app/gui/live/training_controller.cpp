@@ -496,7 +496,7 @@ bool TrainingController::proposeReplan(const QString& planner_name, const PlanRe
   return true;
 }
 
-bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
+bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster, std::optional<double> promise_sps) {
   if (!plan_) return refuse(tr("Deploy a plan before re-planning."));
   const bool can = settled() || state_ == TrainingState::Training || state_ == TrainingState::Stopping;
   if (!can) return refuse(tr("Cannot re-plan while %1.").arg(stateText(state_).toLower()));
@@ -505,13 +505,15 @@ bool TrainingController::applyReplan(const Plan& plan, const Cluster& cluster) {
     std::lock_guard lock(mutex_);
     training = training_;
     // The run re-plans at its next step boundary and goes on.
-    if (training) active_run_->requestReplan(control::ReplanRequest{plan, cluster});
+    if (training) {
+      active_run_->requestReplan(control::ReplanRequest{plan, cluster, control::RecoveryKind::Manual, "", promise_sps});
+    }
   }
   // A run that ended on its own a moment ago (its Stopped not here yet) still continues.
   const bool resume = !training && state_ == TrainingState::Training;
   if (training) return true;
   setState(TrainingState::Replanning);
-  enqueue([this, request = control::ReplanRequest{plan, cluster}, resume,
+  enqueue([this, request = control::ReplanRequest{plan, cluster, control::RecoveryKind::Manual, "", promise_sps}, resume,
            target = static_cast<std::int64_t>(target_step_)] { replanJob(request, resume, target); });
   return true;
 }

@@ -110,7 +110,9 @@ class TrainingController : public QObject {
   /// Switches the job to `plan` over `cluster` (the calibrated cluster replanProposed()
   /// gave): stops at a step boundary, collects the weights, deploys them with the new plan
   /// at the step reached and, when a run was in progress, trains its remaining steps.
-  bool applyReplan(const Plan& plan, const Cluster& cluster);
+  /// `promise_sps`: what the re-plan is judged against instead of its prediction (going
+  /// back to a plan: what it measured).
+  bool applyReplan(const Plan& plan, const Cluster& cluster, std::optional<double> promise_sps = std::nullopt);
   /// While training: re-plans at the next step boundary over every device of the deployed
   /// run's cluster that answers now, taking in `devices` (named for the log) that joined or
   /// came back. Refused otherwise.
@@ -154,14 +156,20 @@ class TrainingController : public QObject {
   void deviceLost(const QString& device, const QString& action, qint64 failed_after, qint64 step);
   /// The run completed its first step after a loss or re-plan, `seconds` after noticing it.
   void recovered(const QString& device, qint64 step, double seconds);
-  /// `device` has computed `slower_by` times slower than the plan expected, next to the
-  /// others, for several steps; `plan` over `cluster` is predicted `gain` times faster (0:
-  /// no plan found). `applying`: the run re-plans onto it by itself.
   /// The divergence guard stopped the run at `step` (its loss `loss`); the workers hold the
   /// weights of `kept_step`; training used learning rate `lr`. State Stopped.
   void diverged(qint64 step, double loss, qint64 kept_step, double lr);
+  /// `device` has computed `slower_by` times slower than the plan expected, next to the
+  /// others, for several steps; `plan` over `cluster` is predicted `gain` times faster (0:
+  /// no plan found). `applying`: the run re-plans onto it by itself.
   void stragglerNoticed(const QString& device, double slower_by, double gain, bool applying,
                         const stagecraft::Plan& plan, const stagecraft::Cluster& cluster);
+  /// The re-plan applied after step `from_step` promised `promised` samples/s and measured
+  /// `measured` by step `judged_step`, more than 15 % short; the plan before it, `previous`
+  /// over `previous_cluster`, measured `before` (0: not measured). applyReplan(previous,
+  /// previous_cluster, before) goes back.
+  void promiseMissed(qint64 from_step, qint64 judged_step, double promised, double measured, double before,
+                     const stagecraft::Plan& previous, const stagecraft::Cluster& previous_cluster);
 
  private:
   struct Deployment;  // what the controller's thread deploys and trains

@@ -100,6 +100,21 @@ control::RunEvents TrainingController::runEvents() {
                               n.cluster.value_or(Cluster{}));
     });
   };
+  events.on_promise = [this](const control::PlanPromise& p) {
+    const double share = 100 * p.measured_sps / p.promised_sps;
+    const QString text = tr("The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).")
+                             .arg(p.from_step)
+                             .arg(p.promised_sps, 0, 'f', 1)
+                             .arg(p.measured_sps, 0, 'f', 1)
+                             .arg(share, 0, 'f', 0);
+    toGui([this, p, text] {
+      Q_EMIT logMessage(tr("coordinator"), p.missed ? QtWarningMsg : QtInfoMsg, text);
+      if (p.missed) {
+        Q_EMIT promiseMissed(p.from_step, p.judged_step, p.promised_sps, p.measured_sps, p.before_sps, p.previous,
+                             p.previous_cluster);
+      }
+    });
+  };
   return events;
 }
 

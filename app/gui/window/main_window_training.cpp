@@ -125,6 +125,21 @@ void MainWindow::connectController() {
                                   tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
             }
           });
+  connect(controller_, &TrainingController::promiseMissed, this,
+          [this](qint64 from_step, qint64, double promised, double measured, double before, const Plan& previous,
+                 const Cluster& previous_cluster) {
+            QString text = tr("The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).")
+                               .arg(from_step)
+                               .arg(promised, 0, 'f', 1)
+                               .arg(measured, 0, 'f', 1)
+                               .arg(100 * measured / promised, 0, 'f', 0);
+            if (before > 0) text += QLatin1Char(' ') + tr("The plan before it measured %1.").arg(before, 0, 'f', 1);
+            notice_->showNotice(text, tr("Go back to the previous plan"),
+                                [this, previous, previous_cluster, before] {
+                                  controller_->applyReplan(previous, previous_cluster,
+                                                           before > 0 ? std::optional<double>(before) : std::nullopt);
+                                });
+          });
   connect(controller_, &TrainingController::diverged, this,
           [this](qint64 step, double loss, qint64 kept_step, double lr) {
             const double lower = lr / 5;
