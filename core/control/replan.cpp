@@ -136,6 +136,27 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
   return factors;
 }
 
+std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
+                                              std::span<const v1::IterationReport> latest) {
+  std::map<std::string, double> out;
+  std::vector<double> factors;
+  try {
+    factors = computeFactors(plan, uncalibrated, latest);
+  } catch (const std::exception&) {
+    return out;  // advice for the planner only
+  }
+  const Cluster& over = uncalibrated.cluster();
+  int member = 0;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      const bool measured = latest[member++].step() > 0 && m.samples > 0;
+      const double f = factors[m.device];
+      if (measured && std::isfinite(f) && f > 0) out[over.device(m.device).name] = f;
+    }
+  }
+  return out;
+}
+
 Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
   const std::vector<double> factors = computeFactors(plan, cost, latest);
   const Cluster& cluster = cost.cluster();

@@ -61,6 +61,13 @@ double measuredComputeMs(const v1::IterationReport& report);
 /// Throws Error when `latest` does not have one report per member.
 std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
 
+/// computeFactors for the devices the latest reports really measured (a member with samples
+/// and a report after step 0), by device name, finite and positive only: what a CostBasis
+/// keeps. `uncalibrated` prices with profiles or FLOPs only. Empty when nothing is measured
+/// or the reports do not fit the plan.
+std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
+                                              std::span<const v1::IterationReport> latest);
+
 /// `cost.cluster()` with each device's gflops scaled by predicted / measured compute time,
 /// where `latest[m]` is the latest IterationReport of member m of `plan` (members in stage
 /// order, then member order, as buildAssignments numbers them) and the prediction is the

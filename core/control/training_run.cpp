@@ -76,27 +76,20 @@ void TrainingRun::setProfiles(const v1::ProfileSet& profiles) {
 }
 
 CostModel TrainingRun::costModel(const Cluster& over, bool calibrated) const {
-  CostModel cost(*model_, over, optimizer_);
-  if (settings_.backup_every > 0) cost.setBackups(kOwnBackups, kHeldBackups);
-  if (profiles_) {
-    v1::ProfileSet mine;
-    for (const auto& p : profiles_->devices()) {
-      if (over.find(p.device())) *mine.add_devices() = p;
-    }
-    cost.setProfiles(mine);
-  }
-  if (calibrated && !factors_.empty()) {
-    // A device not measured yet computes like the typical measured one.
-    double log_sum = 0;
-    for (const auto& [name, f] : factors_) log_sum += std::log(f);
-    const double typical = std::exp(log_sum / static_cast<double>(factors_.size()));
-    std::vector<double> factors(over.size(), typical);
-    for (int d = 0; d < over.size(); ++d) {
-      if (const auto it = factors_.find(over.device(d).name); it != factors_.end()) factors[d] = it->second;
-    }
-    cost.setComputeFactors(std::move(factors));
-  }
-  return cost;
+  return makeCostModel(*model_, over, optimizer_, costBasis(), calibrated);
+}
+
+CostBasis TrainingRun::costBasis() const {
+  CostBasis basis;
+  basis.profiles = profiles_;
+  basis.factors = factors_;
+  basis.backups = settings_.backup_every > 0;
+  return basis;
+}
+
+CostBasis TrainingRun::calibratedBasis() {
+  updateFactors();
+  return costBasis();
 }
 
 void TrainingRun::deploy(const Plan& plan) {
@@ -207,26 +200,8 @@ void TrainingRun::writeCheckpointNow(RunResult& result) {
 
 void TrainingRun::updateFactors() {
   if (!deployed_) return;
-  bool any = false;
-  for (const auto& r : latest_) any = any || r.step() > 0;
-  if (!any) return;
-  const Plan& plan = deployed_->plan;
-  const Cluster& over = *deployed_->cluster;
-  std::vector<double> factors;
-  try {
-    factors = control::computeFactors(plan, costModel(over, false), latest_);
-  } catch (const std::exception&) {
-    return;  // advice for the planner only
-  }
-  std::vector<bool> measured(over.size(), false);
-  int member = 0;
-  for (const Stage& stage : plan.stages) {
-    for (const DeviceShare& m : stage.members) {
-      if (latest_[member++].step() > 0) measured[m.device] = true;
-    }
-  }
-  for (int d = 0; d < over.size(); ++d) {
-    if (measured[d] && std::isfinite(factors[d]) && factors[d] > 0) factors_[over.device(d).name] = factors[d];
+  for (const auto& [name, f] : measuredFactors(deployed_->plan, costModel(*deployed_->cluster, false), latest_)) {
+    factors_[name] = f;
   }
 }
 
@@ -506,7 +481,13 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
     if (events.on_iteration) events.on_iteration(member, deployed_->coordinator->memberDevice(member), r);
   };
 
-  while (step_ < target) {
+  while (true) {
+    if (step_ >= target) {
+      // Done; a user's re-plan asked for during the last segment still lands, so the run
+      // ends on the plan asked for (it would otherwise wait for the next train()).
+      std::lock_guard lock(requests_mutex_);
+      if (!replan_requested_ || replan_requested_->kind != RecoveryKind::Manual) break;
+    }
     if (cancel && cancel->load()) {
       result.cancelled = true;
       break;

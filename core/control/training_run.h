@@ -23,6 +23,7 @@
 #include "control/promise.h"
 #include "control/replan.h"
 #include "control/stragglers.h"
+#include "cost/cost_basis.h"
 #include "cost/cost_model.h"
 #include "model/model_spec.h"
 #include "plan/plan.h"
@@ -192,6 +193,11 @@ class TrainingRun {
   /// measured so far. Holds references to
   /// `over` and model().
   CostModel costModel(const Cluster& over, bool calibrated = true) const;
+  /// What costModel() prices with: the profiles, the factors measured so far, the backups.
+  CostBasis costBasis() const;
+  /// costBasis() with the compute factors of the latest telemetry folded in first: what a
+  /// re-plan would price with now. On train()'s thread (from its events) or between train()s.
+  CostBasis calibratedBasis();
 
   /// Deploys `plan` (over cluster()) from the seed at options.start_step. Throws
   /// WorkerError / Error as Coordinator::deploy does.

@@ -207,6 +207,29 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
   EXPECT_EQ(more.steps.front().step, at + 1);
 }
 
+TEST(TrainingRun, AReplanAskedForDuringTheLastSegmentLandsBeforeTrainReturns) {
+  Fakes fakes(2);
+  RunSettings settings = quickSettings();
+  settings.segment = std::chrono::seconds(5);  // the whole run in one segment once its step time is known
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), settings);
+  run.deploy(planOver({{0, 8, {{0, 4}}}}));
+  int deployed = 0;
+  RunEvents events;
+  events.on_deployed = [&] { ++deployed; };
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 3) run.requestReplan(ReplanRequest{planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}), std::nullopt});
+  };
+  const RunResult result = run.train(6, events);
+  EXPECT_EQ(run.step(), 6);
+  EXPECT_EQ(deployed, 1);
+  EXPECT_EQ(run.plan().stageCount(), 2);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].kind, RecoveryKind::Manual);
+  ASSERT_EQ(result.steps.size(), 6u);
+  EXPECT_EQ(result.steps.back().step, 6);
+}
+
 }  // namespace
 }  // namespace stagecraft::control
 
