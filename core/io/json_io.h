@@ -10,8 +10,12 @@ class Message;
 namespace stagecraft::io {
 
 /// Parses protobuf's JSON mapping into `message`. Both snake_case and lowerCamelCase
-/// field names are accepted; unknown fields are rejected. Throws Error prefixed by `what`.
+/// field names are accepted; unknown fields are rejected. Throws Error prefixed by `what`
+/// that names the line and column where the text stops being JSON (or of the field
+/// protobuf refuses), never quoting the text itself.
 void parseJson(std::string_view json, google::protobuf::Message& message, std::string_view what);
+/// JSON nested deeper than this is refused before protobuf sees it.
+constexpr int kMaxJsonDepth = 64;
 
 /// Reads a JSON file into `message`; throws Error naming the path.
 void readJsonFile(const std::string& path, google::protobuf::Message& message);

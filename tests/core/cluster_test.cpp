@@ -80,6 +80,36 @@ TEST(Cluster, UnknownJsonFieldIsAnError) {
   EXPECT_THROW(io::parseJson(R"({"devices":[],"colour":"red"})", c, "x"), Error);
 }
 
+/// The message parseJson throws for `json`.
+std::string jsonError(const std::string& json) {
+  v1::Cluster c;
+  try {
+    io::parseJson(json, c, "cluster.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(Cluster, JsonErrorsNameTheLineAndColumn) {
+  // A missing comma on line 3: where the next field starts.
+  const std::string missing_comma = "{\n  \"name\": \"lab\"\n  \"devices\": []\n}";
+  EXPECT_NE(jsonError(missing_comma).find("line 3, column 3"), std::string::npos) << jsonError(missing_comma);
+  EXPECT_NE(jsonError(missing_comma).find("',' or '}'"), std::string::npos) << jsonError(missing_comma);
+  // Cut off in the middle.
+  EXPECT_NE(jsonError("{\"devices\": [\n  {\"name\": \"a\"").find("line 2"), std::string::npos);
+  // Well-formed, but a field the format does not have: its own line and column.
+  const std::string unknown = "{\n  \"devices\": [],\n    \"colour\": \"red\"\n}";
+  EXPECT_NE(jsonError(unknown).find("line 3, column 5"), std::string::npos) << jsonError(unknown);
+  EXPECT_NE(jsonError(unknown).find("colour"), std::string::npos) << jsonError(unknown);
+  // Nested without end: refused before protobuf recurses into it.
+  const std::string deep = "{\"devices\": " + std::string(10000, '[') + std::string(10000, ']') + "}";
+  EXPECT_NE(jsonError(deep).find("nested deeper than"), std::string::npos) << jsonError(deep);
+  // Valid JSON parses as before.
+  EXPECT_EQ(jsonError(R"({"name": "lab", "devices": [{"name": "a", "tier": "edge", "gflops": 1, "memory_mb": 1,
+    "bandwidth_mbps": 1}]})"), "");
+}
+
 TEST(Cluster, ShippedExamplesLoadAndRoundTrip) {
   for (const char* name : {"cloud-edge-end", "jetson-edge"}) {
     const Cluster c = Cluster::load(std::string(STAGECRAFT_TEST_CLUSTERS) + "/" + name + ".json");
