@@ -34,6 +34,24 @@ void checkTrainingOptions(const TrainingOptions& options) {
   if (options.data == "mnist" && options.labels_path.empty()) throw Error("mnist data needs a labels path");
 }
 
+double defaultLearningRate(std::string_view model, Optimizer optimizer) {
+  struct Default {
+    std::string_view model;
+    double sgd;
+    double adam;
+  };
+  // Checked by tests/worker/torch_defaults_test.cpp: 200 steps each, no divergence.
+  static constexpr Default kDefaults[] = {
+      {"mlp", 0.02, 0.0002},     {"vgg11", 0.01, 0.0005},   {"resnet18", 0.02, 0.001},
+      {"mobilenetv2", 0.02, 0.001}, {"gpt-mini", 0.02, 0.0005},
+  };
+  const bool adam = optimizer == Optimizer::Adam;
+  for (const Default& d : kDefaults) {
+    if (d.model == model) return adam ? d.adam : d.sgd;
+  }
+  return adam ? 0.001 : 0.02;
+}
+
 v1::OptimizerConfig optimizerConfig(const TrainingOptions& options, Optimizer optimizer) {
   v1::OptimizerConfig c;
   c.set_kind(std::string(optimizerName(optimizer)));

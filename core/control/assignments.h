@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -32,6 +33,11 @@ struct TrainingOptions {
   /// second member): the states a lost device's run replays from. 0: none.
   std::int64_t backup_every = 0;
 };
+
+/// The learning rate training starts with when the user names none: per zoo model and
+/// optimizer, each trained 200 steps without diverging (tests/worker/torch_defaults_test);
+/// another model gets the optimizer's general default (SGD 0.02, Adam 0.001).
+double defaultLearningRate(std::string_view model, Optimizer optimizer);
 
 /// The optimizer and the data as a StageAssignment carries them, and back (the optimizer's
 /// kind is the plan's: `optimizer`).

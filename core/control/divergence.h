@@ -12,7 +12,10 @@ namespace stagecraft::control {
 
 struct DivergenceRule {
   bool enabled = true;
-  double factor = 10;  ///< a loss this many times its running level has diverged
+  /// A loss this many times its running level, and this many times where training started
+  /// (a nearly learned task's loss swings far above its small level without diverging),
+  /// has diverged.
+  double factor = 10;
   int warmup = 5;      ///< steps seen before the level counts (a start's losses swing)
   int window = 20;     ///< the running level: the median of the last this many losses
 };
@@ -38,6 +41,7 @@ class DivergenceWatch {
  private:
   DivergenceRule rule_;
   std::deque<std::pair<std::int64_t, double>> recent_;  // step, loss; oldest first
+  double start_level_ = 0;  // the median of the first `warmup` losses; 0 until then
 };
 
 }  // namespace stagecraft::control

@@ -30,6 +30,16 @@ TEST(Divergence, ALossFarAboveItsRunningLevelHasDiverged) {
   EXPECT_GT(d->level, 0);
 }
 
+TEST(Divergence, ASpikeOfANearlyLearnedTaskBelowWhereItStartedIsNoDivergence) {
+  DivergenceWatch watch(DivergenceRule{true, 10, 5, 20});
+  for (int s = 1; s <= 5; ++s) ASSERT_FALSE(watch.observe(s, 2.3));      // an untrained classifier
+  for (int s = 6; s <= 40; ++s) ASSERT_FALSE(watch.observe(s, 0.15));    // nearly learned
+  // One small batch the model gets confidently wrong: 25x the level, below 10x the start.
+  EXPECT_FALSE(watch.observe(41, 3.8));
+  // Far above where it started: diverged.
+  EXPECT_TRUE(watch.observe(42, 2.3 * 10 * 1.5));
+}
+
 TEST(Divergence, TheFirstStepsAndReplaysDoNotTrip) {
   DivergenceWatch watch(DivergenceRule{true, 10, 5, 20});
   // A start whose loss swings by more than 10x is not judged before the warm-up.
