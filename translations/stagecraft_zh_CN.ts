@@ -33,11 +33,71 @@
         <source>unknown</source>
         <translation>未知</translation>
     </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="73"/>
+        <source>Convolution</source>
+        <translation>卷积</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="74"/>
+        <source>Fully connected</source>
+        <translation>全连接</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="75"/>
+        <source>Max pooling</source>
+        <translation>最大池化</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="76"/>
+        <source>Global average pooling</source>
+        <translation>全局平均池化</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="77"/>
+        <source>Residual block</source>
+        <translation>残差块</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="78"/>
+        <source>Inverted residual block</source>
+        <translation>倒残差块</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="79"/>
+        <source>Transformer block</source>
+        <translation>Transformer 块</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="80"/>
+        <source>Embedding</source>
+        <translation>嵌入</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="81"/>
+        <source>Language-model head</source>
+        <translation>语言模型输出头</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="91"/>
+        <source>profiled</source>
+        <translation>基于性能剖析</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="92"/>
+        <source>calibrated from training</source>
+        <translation>按训练实测校准</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/display_units.cpp" line="95"/>
+        <source>from specs</source>
+        <translation>基于规格</translation>
+    </message>
 </context>
 <context>
     <name>PartitionEditor</name>
     <message>
-        <location filename="../app/gui/editor/partition_layout.cpp" line="139"/>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="136"/>
         <source>Unused devices</source>
         <translation>未使用的设备</translation>
     </message>
@@ -68,7 +128,7 @@
     </message>
     <message>
         <location filename="../app/gui/editor/partition_layout.cpp" line="85"/>
-        <location filename="../app/gui/editor/partition_layout.cpp" line="118"/>
+        <location filename="../app/gui/editor/partition_layout.cpp" line="116"/>
         <source>%1 · bottleneck</source>
         <translation>%1 · 瓶颈</translation>
     </message>
@@ -262,12 +322,12 @@
 <context>
     <name>stagecraft::gui::ChartFeed</name>
     <message>
-        <location filename="../app/gui/live/chart_feed.cpp" line="23"/>
+        <location filename="../app/gui/live/chart_feed.cpp" line="27"/>
         <source>%1 lost</source>
         <translation>%1 已丢失</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/chart_feed.cpp" line="31"/>
+        <location filename="../app/gui/live/chart_feed.cpp" line="35"/>
         <source>back %1 s after losing %2</source>
         <translation>丢失 %2 后 %1 秒恢复</translation>
     </message>
@@ -429,107 +489,127 @@
 <context>
     <name>stagecraft::gui::DeviceModel</name>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="92"/>
+        <location filename="../app/gui/models/device_model.cpp" line="96"/>
         <source>reachable</source>
         <translation>可达</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="93"/>
+        <location filename="../app/gui/models/device_model.cpp" line="97"/>
         <source>busy</source>
         <translation>忙碌</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="94"/>
+        <location filename="../app/gui/models/device_model.cpp" line="98"/>
         <source>lost</source>
         <translation>失联</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="97"/>
+        <location filename="../app/gui/models/device_model.cpp" line="101"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="104"/>
+        <location filename="../app/gui/models/device_model.cpp" line="107"/>
+        <source>training</source>
+        <translation>训练中</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="107"/>
+        <source>idle, job deployed</source>
+        <translation>空闲，作业已部署</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="109"/>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="117"/>
         <source>Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can deploy, train, read or overwrite its model. Start it with --token-file.</source>
         <translation>警告：此工作节点以 --insecure 启动，会响应任何调用者：任何能连到它的人都可以部署、训练、读取或覆盖它的模型。请用 --token-file 启动它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="113"/>
+        <location filename="../app/gui/models/device_model.cpp" line="126"/>
         <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
         <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="119"/>
+        <location filename="../app/gui/models/device_model.cpp" line="132"/>
         <source>The worker of %1 at %2 is training job %3.</source>
         <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="120"/>
+        <location filename="../app/gui/models/device_model.cpp" line="133"/>
         <source>The worker of %1 at %2 has job %3 deployed.</source>
         <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="122"/>
+        <location filename="../app/gui/models/device_model.cpp" line="135"/>
         <source>The worker of %1 at %2 stopped answering: %3</source>
         <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="125"/>
+        <location filename="../app/gui/models/device_model.cpp" line="138"/>
         <source>Device %1 has no worker address.</source>
         <translation>设备 %1 没有工作节点地址。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="126"/>
+        <location filename="../app/gui/models/device_model.cpp" line="139"/>
+        <source>The worker of %1 at %2 was stopped from this console.</source>
+        <translation>位于 %2 的 %1 工作节点已由本控制台停止。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="140"/>
         <source>The worker of %1 has not answered: %2</source>
         <translation>设备 %1 的工作节点未响应：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="127"/>
+        <location filename="../app/gui/models/device_model.cpp" line="141"/>
         <source>The worker of %1 at %2 has not been asked yet.</source>
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="172"/>
+        <location filename="../app/gui/models/device_model.cpp" line="188"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="173"/>
+        <location filename="../app/gui/models/device_model.cpp" line="189"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="174"/>
+        <location filename="../app/gui/models/device_model.cpp" line="190"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="175"/>
-        <source>Memory (MB)</source>
-        <translation>内存 (MB)</translation>
+        <location filename="../app/gui/models/device_model.cpp" line="191"/>
+        <source>Memory</source>
+        <translation>内存</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="176"/>
+        <location filename="../app/gui/models/device_model.cpp" line="192"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="177"/>
+        <location filename="../app/gui/models/device_model.cpp" line="193"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="178"/>
+        <location filename="../app/gui/models/device_model.cpp" line="194"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="246"/>
+        <location filename="../app/gui/models/device_model.cpp" line="262"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="255"/>
+        <location filename="../app/gui/models/device_model.cpp" line="271"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>
@@ -743,592 +823,642 @@
 <context>
     <name>stagecraft::gui::MainWindow</name>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="119"/>
+        <location filename="../app/gui/window/main_window.cpp" line="128"/>
         <source>planner</source>
         <translation>规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="125"/>
+        <location filename="../app/gui/window/main_window.cpp" line="134"/>
         <source>Planning…</source>
         <translation>正在规划…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="132"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="176"/>
+        <location filename="../app/gui/window/main_window.cpp" line="141"/>
+        <location filename="../app/gui/window/main_window.cpp" line="147"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="226"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="132"/>
+        <location filename="../app/gui/window/main_window.cpp" line="141"/>
         <source>Device %1 is listed.</source>
         <translation>已列出设备 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="139"/>
+        <location filename="../app/gui/window/main_window.cpp" line="144"/>
+        <location filename="../app/gui/window/main_window.cpp" line="482"/>
+        <source>Cannot add the device at %1: %2</source>
+        <translation>无法添加位于 %1 的设备：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="147"/>
+        <source>Discovered %1 at %2.</source>
+        <translation>发现了位于 %2 的 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="152"/>
         <source>Device %1 stopped answering.</source>
         <translation>设备 %1 已停止响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="142"/>
+        <location filename="../app/gui/window/main_window.cpp" line="155"/>
         <source>Device %1 answers again.</source>
         <translation>设备 %1 重新应答。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="212"/>
+        <location filename="../app/gui/window/main_window.cpp" line="225"/>
         <source>Plan over these devices</source>
         <translation>基于这些设备进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="213"/>
+        <location filename="../app/gui/window/main_window.cpp" line="226"/>
         <source>Plan over the devices listed here, including discovered and added ones.</source>
         <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="221"/>
+        <location filename="../app/gui/window/main_window.cpp" line="234"/>
         <source>Devices</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="229"/>
+        <location filename="../app/gui/window/main_window.cpp" line="242"/>
         <source>A model from the built-in zoo.</source>
         <translation>内置模型库中的模型。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="237"/>
+        <location filename="../app/gui/window/main_window.cpp" line="250"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="251"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="83"/>
+        <location filename="../app/gui/window/main_window.cpp" line="264"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="109"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="257"/>
+        <location filename="../app/gui/window/main_window.cpp" line="270"/>
         <source>Stages</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="264"/>
+        <location filename="../app/gui/window/main_window.cpp" line="277"/>
         <source>Use the %1 plan</source>
         <translation>使用 %1 的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="266"/>
+        <location filename="../app/gui/window/main_window.cpp" line="279"/>
         <source>Double-click a planner to edit its plan.</source>
         <translation>双击规划器以编辑其方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="267"/>
+        <location filename="../app/gui/window/main_window.cpp" line="280"/>
         <source>Compare planners</source>
         <translation>比较规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="273"/>
+        <location filename="../app/gui/window/main_window.cpp" line="286"/>
         <source>Log</source>
         <translation>日志</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="282"/>
+        <location filename="../app/gui/window/main_window.cpp" line="295"/>
         <source>%1 (%2)</source>
         <translation>%1 (%2)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="286"/>
+        <location filename="../app/gui/window/main_window.cpp" line="299"/>
         <source>Open &amp;Cluster…</source>
         <translation>打开集群(&amp;C)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="286"/>
+        <location filename="../app/gui/window/main_window.cpp" line="299"/>
         <source>Open a cluster file</source>
         <translation>打开集群文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="287"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>Open cluster</source>
         <translation>打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="288"/>
+        <location filename="../app/gui/window/main_window.cpp" line="301"/>
         <source>Cluster files (*.json);;All files (*)</source>
         <translation>集群文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="292"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="293"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="296"/>
+        <location filename="../app/gui/window/main_window.cpp" line="309"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="296"/>
+        <location filename="../app/gui/window/main_window.cpp" line="309"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="298"/>
+        <location filename="../app/gui/window/main_window.cpp" line="311"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="298"/>
+        <location filename="../app/gui/window/main_window.cpp" line="311"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="298"/>
+        <location filename="../app/gui/window/main_window.cpp" line="311"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="313"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="313"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="302"/>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="308"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="323"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="323"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="323"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="325"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="325"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="325"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="327"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="327"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="327"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="334"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="334"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="334"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="337"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="337"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="337"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="339"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="339"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="327"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="342"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="353"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="356"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="350"/>
+        <location filename="../app/gui/window/main_window.cpp" line="363"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="354"/>
+        <location filename="../app/gui/window/main_window.cpp" line="367"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="356"/>
+        <location filename="../app/gui/window/main_window.cpp" line="369"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="358"/>
+        <location filename="../app/gui/window/main_window.cpp" line="371"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="361"/>
+        <location filename="../app/gui/window/main_window.cpp" line="381"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="365"/>
+        <location filename="../app/gui/window/main_window.cpp" line="385"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="370"/>
+        <location filename="../app/gui/window/main_window.cpp" line="390"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="373"/>
+        <location filename="../app/gui/window/main_window.cpp" line="393"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="374"/>
+        <location filename="../app/gui/window/main_window.cpp" line="394"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="375"/>
+        <location filename="../app/gui/window/main_window.cpp" line="395"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="405"/>
-        <location filename="../app/gui/window/main_window.cpp" line="508"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="65"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="190"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="193"/>
+        <location filename="../app/gui/window/main_window.cpp" line="588"/>
+        <source>Unsaved plan</source>
+        <translation>方案未保存</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="588"/>
+        <source>The plan has edits that are not saved. Save them before quitting?</source>
+        <translation>方案有尚未保存的修改。退出前要保存吗？</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="125"/>
+        <location filename="../app/gui/window/main_window.cpp" line="425"/>
+        <location filename="../app/gui/window/main_window.cpp" line="532"/>
+        <location filename="../app/gui/window/main_window.cpp" line="537"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="70"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="240"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="405"/>
+        <location filename="../app/gui/window/main_window.cpp" line="125"/>
+        <source>%1 joins the plan&apos;s devices.</source>
+        <translation>%1 已加入方案的设备。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="425"/>
         <source>Opened cluster %1.</source>
         <translation>已打开集群 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="409"/>
+        <location filename="../app/gui/window/main_window.cpp" line="429"/>
         <source>Cannot open the cluster</source>
         <translation>无法打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="421"/>
+        <location filename="../app/gui/window/main_window.cpp" line="441"/>
         <source>Cannot load the model</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="428"/>
+        <location filename="../app/gui/window/main_window.cpp" line="448"/>
         <source>Cannot open the plan</source>
         <translation>无法打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="439"/>
+        <location filename="../app/gui/window/main_window.cpp" line="459"/>
         <source>Save plan</source>
         <translation>保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="440"/>
+        <location filename="../app/gui/window/main_window.cpp" line="460"/>
         <source>Plan files (*.json)</source>
         <translation>方案文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="445"/>
+        <location filename="../app/gui/window/main_window.cpp" line="465"/>
         <source>Cannot save the plan</source>
         <translation>无法保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="450"/>
+        <location filename="../app/gui/window/main_window.cpp" line="471"/>
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="455"/>
+        <location filename="../app/gui/window/main_window.cpp" line="476"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="455"/>
+        <location filename="../app/gui/window/main_window.cpp" line="476"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="460"/>
-        <source>Cannot add the device</source>
-        <translation>无法添加设备</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/window/main_window.cpp" line="465"/>
+        <location filename="../app/gui/window/main_window.cpp" line="487"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="466"/>
+        <location filename="../app/gui/window/main_window.cpp" line="488"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="488"/>
+        <location filename="../app/gui/window/main_window.cpp" line="510"/>
         <source>Cluster: %1</source>
         <translation>集群：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="493"/>
+        <location filename="../app/gui/window/main_window.cpp" line="515"/>
         <source>Plan: %1</source>
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="501"/>
+        <location filename="../app/gui/window/main_window.cpp" line="523"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="504"/>
+        <location filename="../app/gui/window/main_window.cpp" line="527"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="58"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="63"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="71"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="70"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="81"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="86"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="92"/>
+        <source>, %1 steps/s, %2 left</source>
+        <translation>，%1 步/秒，剩余 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="107"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="126"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="86"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="101"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="127"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="106"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="132"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="108"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="134"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="116"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="142"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="131"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="156"/>
+        <source>Calibrated from training, another plan is predicted %1 samples/s against the running plan&apos;s %2 (%3x).</source>
+        <translation>按训练实测校准后，另一方案预测为 %1 样本/秒，当前运行方案为 %2（%3 倍）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
         <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="171"/>
         <source>The plan before it measured %1.</source>
         <translation>之前的方案实测为 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="172"/>
         <source>Go back to the previous plan</source>
         <translation>退回到之前的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="146"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="152"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="187"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="156"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="191"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="148"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="125"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="151"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="165"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="207"/>
+        <source>%1 s</source>
+        <translation>%1 秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="208"/>
+        <source>%1 min %2 s</source>
+        <translation>%1 分 %2 秒</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="209"/>
+        <source>%1 h %2 min</source>
+        <translation>%1 小时 %2 分</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="215"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="216"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="168"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="218"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="177"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="227"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="190"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="240"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="194"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="217"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="267"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1365,7 +1495,7 @@
 <context>
     <name>stagecraft::gui::NoticeBanner</name>
     <message>
-        <location filename="../app/gui/window/notice_banner.cpp" line="19"/>
+        <location filename="../app/gui/window/notice_banner.cpp" line="30"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
@@ -1373,58 +1503,85 @@
 <context>
     <name>stagecraft::gui::PartitionEditor</name>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="150"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="137"/>
         <source>Open a model and a cluster to edit a plan.</source>
         <translation>请打开模型和集群以编辑方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="300"/>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="308"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="284"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="292"/>
         <source>Unused devices</source>
         <translation>未使用的设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="311"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="295"/>
         <source>Every device is in a stage; drop one here to free it.</source>
         <translation>所有设备都已分配到阶段；将设备拖放到此处即可将其释放。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="477"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="461"/>
         <source>Remove %1 from stage %2</source>
         <translation>从阶段 %2 中移除 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="480"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="464"/>
         <source>Add a stage</source>
         <translation>添加阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="482"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="466"/>
         <source>Remove stage %1</source>
         <translation>移除阶段 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="560"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="544"/>
         <source>Drag to move the cut between stage %1 and stage %2.</source>
         <translation>拖动以移动阶段 %1 与阶段 %2 之间的切分点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="565"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="549"/>
         <source>%1 (%2 tier): %3 GFLOP/s, memory %4 of %5, busy %6 % of the iteration.</source>
         <translation>%1（%2层级）：%3 GFLOP/s，内存 %4 / %5，忙碌时间占迭代的 %6 %。</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../app/gui/editor/partition_editor.cpp" line="562"/>
+        <source>×%1: it computes %1 of the %2 samples of every micro-batch of stage %3.</source>
+        <translation>
+            <numerusform>×%1：它计算阶段 %3 每个微批次 %2 个样本中的 %1 个。</numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="571"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="566"/>
+        <source>×0: it is in stage %1 but gets no samples of a micro-batch, so it computes nothing.</source>
+        <translation>×0：它属于阶段 %1，但不分配微批次中的任何样本，因此不进行计算。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="570"/>
+        <source>Its worker does not answer: it cannot train until it answers again.</source>
+        <translation>其工作节点无响应：在恢复响应之前无法参与训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="572"/>
         <source>It does not have enough memory.</source>
         <translation>内存不足。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="576"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="578"/>
         <source>Layer %1 “%2” (%3): forward %4 and backward %5 per sample, %6 parameters, %7 of activation per sample.</source>
         <translation>第 %1 层“%2”（%3）：每样本前向 %4、反向 %5，%6 个参数，每样本激活 %7。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/partition_editor.cpp" line="583"/>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="587"/>
+        <source>Stage %1 bounds the iteration: its busiest device is occupied %2 of the %3 iteration, computing or on its link.</source>
+        <translation>阶段 %1 决定了迭代时间：其最忙的设备在 %3 的迭代中有 %2 处于计算或链路占用状态。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="592"/>
+        <source>Stage %1 computes the slowest of all stages.</source>
+        <translation>阶段 %1 是所有阶段中计算最慢的。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/partition_editor.cpp" line="594"/>
         <source>Devices in no stage. Drag one onto a stage to add it to its group.</source>
         <translation>不属于任何阶段的设备。将设备拖到某个阶段即可加入该阶段的设备组。</translation>
     </message>
@@ -1442,32 +1599,32 @@
         <translation>%1 — %2 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="54"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="59"/>
         <source>Current plan</source>
         <translation>当前方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="55"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="60"/>
         <source>Proposed plan</source>
         <translation>建议方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="78"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="83"/>
         <source>The current plan is invalid; the proposed plan replaces it.</source>
         <translation>当前方案无效；建议方案将替换它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="79"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="84"/>
         <source>The proposed plan is invalid.</source>
         <translation>建议方案无效。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="81"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="86"/>
         <source>+%1 % samples/s</source>
         <translation>+%1 % 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_compare_view.cpp" line="81"/>
+        <location filename="../app/gui/editor/plan_compare_view.cpp" line="86"/>
         <source>−%1 % samples/s</source>
         <translation>−%1 % 样本/秒</translation>
     </message>
@@ -1475,144 +1632,157 @@
 <context>
     <name>stagecraft::gui::PlanSession</name>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="42"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="58"/>
         <source>The planner found no feasible plan.</source>
         <translation>规划器未找到可行方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="47"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="63"/>
         <source>The planner produced an invalid plan: %1</source>
         <translation>规划器生成了无效方案：%1</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../app/gui/editor/plan_session.cpp" line="281"/>
+        <source>%1 does not answer: move it to the unused devices, or wait until it answers again.</source>
+        <translation>
+            <numerusform>%1 无响应：请将其移到未使用的设备中，或等待其恢复响应。</numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="191"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="198"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="204"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="212"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="220"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="225"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="231"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="237"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="243"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="251"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="265"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="297"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="304"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="311"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="317"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="347"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="355"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="360"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="366"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="372"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="378"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="386"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="400"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="432"/>
         <source>Open a model and a cluster first.</source>
         <translation>请先打开模型和集群。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="193"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="306"/>
         <source>Move the boundary after stage %1</source>
         <translation>移动阶段 %1 之后的边界</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="199"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="312"/>
         <source>Move layers to stage %1</source>
         <translation>将层移动到阶段 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="206"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="214"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="320"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="349"/>
         <source>Device %1 is not in cluster %2.</source>
         <translation>设备 %1 不在集群 %2 中。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="207"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="321"/>
         <source>Put %1 into stage %2</source>
         <translation>将 %1 放入阶段 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="215"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="350"/>
         <source>Take %1 out of its stage</source>
         <translation>将 %1 移出其所在阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="221"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="356"/>
         <source>Add a stage</source>
         <translation>添加阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="226"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="361"/>
         <source>Remove stage %1</source>
         <translation>移除阶段 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="232"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="367"/>
         <source>Set the batch to %1</source>
         <translation>将批次大小设为 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="239"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="374"/>
         <source>Use %1 micro-batches</source>
         <translation>使用 %1 个微批次</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="245"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="380"/>
         <source>Use the %1 schedule</source>
         <translation>使用 %1 调度</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="252"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="387"/>
         <source>Unknown optimizer.</source>
         <translation>未知的优化器。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="260"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="395"/>
         <source>Use the %1 optimizer</source>
         <translation>使用 %1 优化器</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="268"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="403"/>
         <source>The plan names layers that model %1 does not have.</source>
         <translation>方案中包含模型 %1 中不存在的层。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="273"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="408"/>
         <source>The plan names devices that cluster %1 does not have.</source>
         <translation>方案中包含集群 %1 中不存在的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="277"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="412"/>
         <source>Replace the plan</source>
         <translation>替换方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="316"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="439"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="471"/>
+        <source>Cannot plan: %1</source>
+        <translation>无法规划：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_session.cpp" line="456"/>
         <source>Planner %1 found no plan: %2</source>
         <translation>规划器 %1 未找到方案：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="319"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="459"/>
         <source>Auto-plan with %1</source>
         <translation>使用 %1 自动规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="320"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="460"/>
         <source>Planner %1 planned in %2 ms.</source>
         <translation>规划器 %1 规划耗时 %2 ms。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="351"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="496"/>
         <source>Open a cluster before loading a plan.</source>
         <translation>加载方案前请先打开集群。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="358"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="503"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="369"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="514"/>
         <source>Cannot load the plan: %1</source>
         <translation>无法加载方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="375"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="520"/>
         <source>There is no plan to save.</source>
         <translation>没有可保存的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="388"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="533"/>
         <source>Cannot save the plan: %1</source>
         <translation>无法保存方案：%1</translation>
     </message>
@@ -1620,92 +1790,127 @@
 <context>
     <name>stagecraft::gui::PlanSummary</name>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="38"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="39"/>
         <source>Samples/s</source>
         <translation>样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="39"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="40"/>
         <source>Iteration</source>
         <translation>迭代时间</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="40"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="41"/>
         <source>Bubble</source>
         <translation>气泡</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="41"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="42"/>
         <source>Micro-batches</source>
         <translation>微批次</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="43"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="44"/>
         <source>How the last edit changed the predicted samples/s.</source>
         <translation>上一次编辑对预测样本/秒的影响。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="71"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="47"/>
+        <source>Samples/s training measures on this plan (the last steps), and its share of the prediction.</source>
+        <translation>训练在此方案上实测的样本/秒（最近几步）及其占预测值的比例。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="84"/>
+        <source>Samples/s (%1)</source>
+        <translation>样本/秒（%1）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="87"/>
+        <source>Predicted from the cluster file&apos;s speeds and the model&apos;s FLOPs.</source>
+        <translation>根据集群文件中的速度和模型的 FLOPs 预测。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="90"/>
+        <source>Predicted from each layer&apos;s time measured on the workers.</source>
+        <translation>根据在工作节点上实测的每层耗时预测。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="93"/>
+        <source>Predicted with each device&apos;s speed as training measured it.</source>
+        <translation>使用训练中实测的各设备速度预测。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="97"/>
         <source>%1 × %2</source>
         <translation>%1 × %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="72"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="98"/>
         <source>%1 micro-batches of %2 samples per iteration.</source>
         <translation>每次迭代 %1 个微批次，每个微批次 %2 个样本。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="76"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="102"/>
         <source>%1 %</source>
         <translation>%1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="77"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="103"/>
         <source>Simulated; the closed-form estimate is %1 samples/s.</source>
         <translation>模拟值；闭式估算为 %1 样本/秒。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="84"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="110"/>
         <source>▲ %1 %</source>
         <translation>▲ %1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="84"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="110"/>
         <source>▼ %1 %</source>
         <translation>▼ %1 %</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="96"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="122"/>
         <source>Invalid plan: %1 (and %2 more)</source>
         <translation>无效方案：%1（另有 %2 项）</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_summary.cpp" line="97"/>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="123"/>
         <source>Invalid plan: %1</source>
         <translation>无效方案：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="149"/>
+        <source>measured %1 (%2 %)</source>
+        <translation>实测 %1（%2 %）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/editor/plan_summary.cpp" line="151"/>
+        <source>measured %1</source>
+        <translation>实测 %1</translation>
     </message>
 </context>
 <context>
     <name>stagecraft::gui::ReplanDialog</name>
     <message>
-        <location filename="../app/gui/window/replan_dialog.cpp" line="17"/>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="18"/>
         <source>Re-plan now</source>
         <translation>立即重新规划</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/replan_dialog.cpp" line="20"/>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="21"/>
         <source>Planned again over the %n device(s) that answer now, with the speeds measured during training. Applying stops at the end of the current step, carries the weights over and continues at the next step.</source>
         <translation>
             <numerusform>已基于当前有响应的 %n 台设备，使用训练期间实测的速度重新规划。应用后将在当前步结束时停止，沿用现有权重，并从下一步继续。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/replan_dialog.cpp" line="29"/>
-        <source>Predicted with measured speeds: %1 → %2 samples/s</source>
-        <translation>基于实测速度的预测：%1 → %2 样本/秒</translation>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="30"/>
+        <source>Predicted (%1): %2 → %3 samples/s</source>
+        <translation>预测（%1）：%2 → %3 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/replan_dialog.cpp" line="35"/>
+        <location filename="../app/gui/window/replan_dialog.cpp" line="38"/>
         <source>&amp;Apply new plan</source>
         <translation>应用新方案(&amp;A)</translation>
     </message>
@@ -1788,18 +1993,24 @@
     </message>
     <message>
         <location filename="../app/gui/live/throughput_chart.cpp" line="27"/>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="73"/>
         <source>Predicted</source>
         <translation>预测</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/throughput_chart.cpp" line="31"/>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="33"/>
         <source>Time since start (s)</source>
         <translation>自开始以来的时间 (s)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/throughput_chart.cpp" line="32"/>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="34"/>
         <source>Throughput (samples/s)</source>
         <translation>吞吐量 (样本/秒)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/throughput_chart.cpp" line="73"/>
+        <source>Predicted (%1)</source>
+        <translation>预测（%1）</translation>
     </message>
 </context>
 <context>
@@ -1912,284 +2123,311 @@
 <context>
     <name>stagecraft::gui::TrainingController</name>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="62"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="63"/>
         <source>Idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="63"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="64"/>
         <source>Starting local workers</source>
         <translation>正在启动本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="64"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="65"/>
         <source>Stopping local workers</source>
         <translation>正在停止本地工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="65"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="66"/>
         <source>Profiling</source>
         <translation>正在性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="66"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="67"/>
         <source>Deploying</source>
         <translation>正在部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="67"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="68"/>
         <source>Deployed</source>
         <translation>已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="68"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="69"/>
         <source>Training</source>
         <translation>正在训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="69"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="70"/>
         <source>Stopping</source>
         <translation>正在停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="70"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="71"/>
         <source>Stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="71"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="72"/>
         <source>Re-planning</source>
         <translation>正在重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="121"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="122"/>
         <source>Local workers are already running; stop them first.</source>
         <translation>本地工作节点已在运行；请先停止它们。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="122"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="123"/>
         <source>Cannot start local workers while %1.</source>
         <translation>当前状态为“%1”，无法启动本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="130"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="131"/>
         <source>No local workers are running.</source>
         <translation>没有正在运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="139"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="140"/>
         <source>Cannot deploy while %1.</source>
         <translation>当前状态为“%1”，无法部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="146"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="147"/>
         <source>Train at least one step.</source>
         <translation>请至少训练一步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="148"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="149"/>
         <source>Cannot start training while %1.</source>
         <translation>当前状态为“%1”，无法开始训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="162"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="163"/>
         <source>Nothing is training.</source>
         <translation>当前没有正在进行的训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="244"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="245"/>
         <source>Using the local workers already running for cluster %1.</source>
         <translation>使用已为集群 %1 运行的本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="252"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="253"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="262"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="263"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="326"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="333"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="333"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="340"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="341"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="348"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="348"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="349"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="355"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="30"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="28"/>
+        <source>Job %1 deployed: stage %2 of %3, layers %4–%5, rank %6 of %7, %8 samples per micro-batch.</source>
+        <translation>作业 %1 已部署：阶段 %2 / %3，层 %4–%5，秩 %6 / %7，每微批次 %8 个样本。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="33"/>
+        <source>No coordinator for %1 s: job %2 stopped at step %3 (its lease ran out); ready for a new deployment.</source>
+        <translation>%1 秒内没有协调器：作业 %2 已在第 %3 步停止（租约到期）；可以接受新的部署。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="37"/>
+        <source>Stopped at step %1.</source>
+        <translation>已在第 %1 步停止。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="52"/>
+        <source>Calibration from training skipped: %1</source>
+        <translation>已跳过按训练实测的校准：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="61"/>
+        <source>Calibrated from training at step %1: predicted %2 samples/s (was %3).</source>
+        <translation>第 %1 步已按训练实测校准：预测 %2 样本/秒（此前为 %3）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="109"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="32"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="111"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="34"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="113"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="37"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="116"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="38"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="117"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="63"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="142"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="70"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="149"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="77"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="156"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="91"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="170"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="105"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="184"/>
         <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="60"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="139"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="221"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="243"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="349"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="395"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="410"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="439"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="545"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="45"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="85"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="98"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="111"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="222"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="244"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="446"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="558"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="52"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="60"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="164"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="177"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="94"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="173"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="95"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="174"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="96"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="175"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="396"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="411"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="418"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="413"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="424"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="439"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="433"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="440"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="440"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="447"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="451"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="500"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="458"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="513"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="452"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="475"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="487"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="502"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="537"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="550"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="544"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="557"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="546"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>
@@ -2197,127 +2435,127 @@
 <context>
     <name>stagecraft::gui::TrainingPanel</name>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="29"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="31"/>
         <source>&amp;Planner:</source>
         <translation>规划器(&amp;P)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="34"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="36"/>
         <source>Samples per training step, over all devices.</source>
         <translation>每个训练步的样本数（所有设备合计）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="35"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="37"/>
         <source>&amp;Batch:</source>
         <translation>批次大小(&amp;B)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="39"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="41"/>
         <source>auto</source>
         <translation>自动</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="40"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="42"/>
         <source>Micro-batches per step; auto lets the planner choose a divisor of the batch.</source>
         <translation>每步的微批次数；选择“自动”时由规划器选取批次大小的一个约数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="41"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="43"/>
         <source>&amp;Micro-batches:</source>
         <translation>微批次数(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="44"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="46"/>
         <source>1F1B</source>
         <translation>1F1B</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="45"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="47"/>
         <source>GPipe</source>
         <translation>GPipe</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="46"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="48"/>
         <source>&amp;Schedule:</source>
         <translation>调度(&amp;S)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="49"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="51"/>
         <source>SGD with momentum</source>
         <translation>带动量的 SGD</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="50"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="52"/>
         <source>Adam</source>
         <translation>Adam</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="51"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="53"/>
         <source>&amp;Optimizer:</source>
         <translation>优化器(&amp;O)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="58"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="60"/>
         <source>&amp;Learning rate:</source>
         <translation>学习率(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="63"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="65"/>
         <source>S&amp;teps:</source>
         <translation>步数(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="66"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
         <source>Synthetic (learnable)</source>
         <translation>合成数据（可学习）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="67"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
         <source>MNIST (IDX files)</source>
         <translation>MNIST（IDX 文件）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="70"/>
         <source>CIFAR-10 (binary batch)</source>
         <translation>CIFAR-10（二进制批次）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="71"/>
         <source>&amp;Data:</source>
         <translation>数据(&amp;D)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="71"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="73"/>
         <source>images file, as the workers see it</source>
         <translation>图像文件（按工作节点上的路径）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="72"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
         <source>Data file:</source>
         <translation>数据文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="76"/>
         <source>MNIST labels file</source>
         <translation>MNIST 标签文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="75"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="77"/>
         <source>Labels file:</source>
         <translation>标签文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="79"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="81"/>
         <source>S&amp;eed:</source>
         <translation>随机种子(&amp;E)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="80"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="82"/>
         <source>Profile the workers before deploying</source>
         <translation>部署前对工作节点进行性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="81"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="83"/>
         <source>Each worker times every layer first, so the predicted samples/s use measured speeds.</source>
         <translation>每个工作节点先测量每一层的耗时，使预测的样本/秒基于实测速度。</translation>
     </message>

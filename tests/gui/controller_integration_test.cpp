@@ -140,6 +140,12 @@ class ControllerIntegrationTest : public QObject {
     QCOMPARE(steps.count(), kFirst);
     QCOMPARE(controller.currentStep(), qint64(kFirst));
     QCOMPARE(finished.count(), 1);
+    // Three steps in, the prediction is re-priced with the speeds training measured, and the
+    // chart's predicted line says so.
+    QTRY_COMPARE_WITH_TIMEOUT(controller.costBasis().source(), stagecraft::CostSource::Calibrated, kStepTimeoutMs);
+    QVERIFY(controller.predictedSamplesPerSecond() > 0);
+    QVERIFY2(charts.throughputChart()->predictedName().contains(QStringLiteral("calibrated from training")),
+             qPrintable(charts.throughputChart()->predictedName()));
 
     // Every device of the plan reported its iterations.
     std::set<QString> reported;

@@ -166,6 +166,8 @@ class DeviceModelTest : public QObject {
     client.deploy(assignment, 2s);
     QTRY_COMPARE_WITH_TIMEOUT(model.status("edge-b"), DeviceStatus::Busy, kTimeoutMs);
     QVERIFY(model.data(model.index(1, 0), Qt::ToolTipRole).toString().contains("job-1"));
+    // Holding a job is not training: it reads idle until it trains.
+    QCOMPARE(model.data(model.index(1, DeviceModel::StatusColumn)).toString(), QStringLiteral("idle, job deployed"));
 
     // A worker that goes away is lost after two missed rounds; one never heard stays unknown.
     alive->shutdown();
@@ -174,7 +176,54 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.status("nobody"), DeviceStatus::Unknown);
     QVERIFY(!model.data(model.index(2, 0), Qt::ToolTipRole).toString().isEmpty());
     QCOMPARE(model.liveDevices(), QStringList{"edge-b"});
+    QCOMPARE(model.lostDevices(), QStringList{"edge-a"});
+    QVERIFY(!model.plannableDevice("edge-a"));
+    QVERIFY(model.plannableDevice("edge-b"));
     QVERIFY(changes.count() >= 4);
+
+    // Stopped on purpose: "stopped", never lost, however many rounds it misses.
+    QSignalSpy after_stop(&model, &DeviceModel::statusChanged);
+    model.markStopped({"edge-b"});
+    steady.shutdown();
+    QCOMPARE(model.status("edge-b"), DeviceStatus::Unknown);
+    QCOMPARE(model.data(model.index(1, DeviceModel::StatusColumn)).toString(), QStringLiteral("stopped"));
+    QCOMPARE(model.lostDevices(), QStringList{"edge-a"});
+    for (int round = 0; round < 4; ++round) {
+      QSignalSpy probed(&model, &QAbstractItemModel::dataChanged);
+      QVERIFY(probed.wait(kTimeoutMs));
+    }
+    QCOMPARE(model.status("edge-b"), DeviceStatus::Unknown);
+    for (const QList<QVariant>& change : after_stop) {
+      QVERIFY(change.at(1).value<DeviceStatus>() != DeviceStatus::Lost);
+    }
+  }
+
+  void aWorkerHeardForTheFirstTimeIsAnnouncedAndHighlighted() {
+    DeviceModel model;
+    model.setMonitoring(false);
+    model.loadCluster(clusterOf({{"edge-a", "10.0.0.5:50051"}}));
+    QSignalSpy discovered(&model, &DeviceModel::deviceDiscovered);
+    stagecraft::v1::Beacon beacon;
+    beacon.set_name("orin-lab");
+    beacon.set_tier("edge");
+    beacon.set_address("10.0.0.9:50051");
+    beacon.set_state("idle");
+    beacon.set_measured_gflops(40);
+    beacon.set_memory_mb(2048);
+    QCOMPARE(model.mergeBeacon(beacon), 1);
+    QCOMPARE(discovered.count(), 1);
+    QCOMPARE(discovered.first().at(0).toString(), QStringLiteral("orin-lab"));
+    QVERIFY(!model.data(model.index(1, 0), Qt::BackgroundRole).isNull());
+    QCOMPARE(model.data(model.index(1, DeviceModel::MemoryColumn)).toString(), QStringLiteral("2.0 GiB"));
+    // Heard again: not news.
+    model.mergeBeacon(beacon);
+    QCOMPARE(discovered.count(), 1);
+    // The highlight fades by itself.
+    QTRY_VERIFY_WITH_TIMEOUT(model.data(model.index(1, 0), Qt::BackgroundRole).isNull(), kTimeoutMs);
+    // It can be planned on as it is (its speed, memory and address are known).
+    const auto device = model.plannableDevice("orin-lab");
+    QVERIFY(device);
+    QCOMPARE(device->address(), std::string("10.0.0.9:50051"));
   }
 
   void addByAddressDescribesTheWorkerOrSaysWhyNot() {

@@ -11,6 +11,7 @@
 #include "live/live_charts.h"
 #include "live/timeline_chart.h"
 #include "live/training_controller.h"
+#include "models/device_model.h"
 #include "window/main_window.h"
 #include "window/notice_banner.h"
 
@@ -87,6 +88,60 @@ class MainWindowTest : public QObject {
     QVERIFY(banner->text().contains(QStringLiteral("Training diverged at step 27")));
     QVERIFY(banner->text().contains(QStringLiteral("weights of step 25")));
     QCOMPARE(banner->actionButton()->text(), QStringLiteral("Continue at learning rate 0.01"));
+  }
+
+  void aRefusedEditShowsInTheBannerUntilAnEditIsApplied() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("vgg11"), {});
+    auto* banner = window.findChild<NoticeBanner*>();
+    PlanSession* session = window.session();
+    QVERIFY(!session->setMicrobatches(7));  // 64 samples do not split into 7
+    QVERIFY(!banner->isHidden());
+    QVERIFY2(!banner->refusalText().isEmpty(), "no refusal shown");
+    QCOMPARE(banner->refusalText(), session->lastError());
+    QVERIFY(session->setMicrobatches(session->plan().microbatches == 4 ? 8 : 4));
+    QVERIFY(banner->refusalText().isEmpty());
+    QVERIFY(banner->isHidden());
+    // Edited and not saved: the title says so.
+    QVERIFY(window.isWindowModified());
+  }
+
+  void aLostDeviceIsOneStateForTheListTheEditorAndDeploy() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
+    PlanSession* session = window.session();
+    QVERIFY(session->evaluation().valid);
+    const int used = session->plan().stages.front().members.front().device;
+    const QString name = session->deviceName(used);
+    QAction* deploy = nullptr;
+    for (QAction* action : window.findChildren<QAction*>()) {
+      if (action->shortcut() == QKeySequence(QStringLiteral("F7"))) deploy = action;
+    }
+    QVERIFY(deploy != nullptr);
+    QVERIFY(deploy->isEnabled());
+    window.devices()->markLost(name, QStringLiteral("killed"));
+    QVERIFY(session->isUnavailable(used));
+    QVERIFY(!session->evaluation().valid);
+    QVERIFY(!deploy->isEnabled());
+  }
+
+  void aBetterPlanFoundByCalibrationIsOfferedInTheBanner() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
+    auto* banner = window.findChild<NoticeBanner*>();
+    Q_EMIT window.controller()->betterPlanFound(window.session()->plan(), window.session()->cluster(), 60, 40);
+    QVERIFY(!banner->isHidden());
+    QVERIFY2(banner->text().contains(QStringLiteral("Calibrated from training")), qPrintable(banner->text()));
+    QVERIFY(banner->text().contains(QStringLiteral("1.50x")));
+    QCOMPARE(banner->actionButton()->text(), QStringLiteral("Re-plan"));
+  }
+
+  void workerLinesAreSaidInTheConsolesWords() {
+    QCOMPARE(TrainingController::workerLine(QStringLiteral(
+                 "deployed job 'j-7': stage 1 of 3, layers [2, 5), rank 0 of 2, 8 samples per micro-batch")),
+             QStringLiteral("Job j-7 deployed: stage 1 of 3, layers 2–4, rank 0 of 2, 8 samples per micro-batch."));
+    QCOMPARE(TrainingController::workerLine(QStringLiteral("stopped at step 12")), QStringLiteral("Stopped at step 12."));
+    QCOMPARE(TrainingController::workerLine(QStringLiteral("something new")), QStringLiteral("something new"));
   }
 };
 

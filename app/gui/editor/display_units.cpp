@@ -64,4 +64,35 @@ QString tierLabel(Tier tier) {
   return QCoreApplication::translate("DisplayUnits", "unknown");
 }
 
+QString layerKindLabel(const std::string& kind) {
+  struct Name {
+    const char* kind;
+    const char* label;
+  };
+  static const Name kNames[] = {
+      {"conv2d", QT_TRANSLATE_NOOP("DisplayUnits", "Convolution")},
+      {"linear", QT_TRANSLATE_NOOP("DisplayUnits", "Fully connected")},
+      {"maxpool2d", QT_TRANSLATE_NOOP("DisplayUnits", "Max pooling")},
+      {"global_avgpool", QT_TRANSLATE_NOOP("DisplayUnits", "Global average pooling")},
+      {"basic_block", QT_TRANSLATE_NOOP("DisplayUnits", "Residual block")},
+      {"inverted_residual", QT_TRANSLATE_NOOP("DisplayUnits", "Inverted residual block")},
+      {"transformer_block", QT_TRANSLATE_NOOP("DisplayUnits", "Transformer block")},
+      {"embedding", QT_TRANSLATE_NOOP("DisplayUnits", "Embedding")},
+      {"lm_head", QT_TRANSLATE_NOOP("DisplayUnits", "Language-model head")},
+  };
+  for (const Name& n : kNames) {
+    if (kind == n.kind) return QCoreApplication::translate("DisplayUnits", n.label);
+  }
+  return QString::fromStdString(kind);
+}
+
+QString costSourceLabel(CostSource source) {
+  switch (source) {
+    case CostSource::Profiled: return QCoreApplication::translate("DisplayUnits", "profiled");
+    case CostSource::Calibrated: return QCoreApplication::translate("DisplayUnits", "calibrated from training");
+    case CostSource::Specs: break;
+  }
+  return QCoreApplication::translate("DisplayUnits", "from specs");
+}
+
 }  // namespace stagecraft::gui

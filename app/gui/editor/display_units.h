@@ -4,6 +4,7 @@
 #include <QString>
 
 #include "cluster/cluster.h"
+#include "cost/cost_basis.h"
 
 namespace stagecraft::gui {
 
@@ -20,5 +21,11 @@ QString formatMs(double ms);
 QColor tierColor(Tier tier);
 /// "cloud", "edge", "end", translated.
 QString tierLabel(Tier tier);
+/// A layer kind as a model file spells it ("conv2d"), in words ("Convolution"), translated;
+/// an unknown kind as it is.
+QString layerKindLabel(const std::string& kind);
+/// Where a prediction comes from, as every figure says it: "from specs", "profiled",
+/// "calibrated from training", translated.
+QString costSourceLabel(CostSource source);
 
 }  // namespace stagecraft::gui

@@ -46,12 +46,6 @@ PartitionEditor::PartitionEditor(QWidget* parent) : QWidget(parent) {
   setFocusPolicy(Qt::StrongFocus);
   setAcceptDrops(true);
   setAttribute(Qt::WA_OpaquePaintEvent);
-  notice_timer_.setSingleShot(true);
-  notice_timer_.setInterval(4000);
-  connect(&notice_timer_, &QTimer::timeout, this, [this] {
-    notice_.clear();
-    update();
-  });
 }
 
 void PartitionEditor::setSession(PlanSession* session) {
@@ -61,7 +55,6 @@ void PartitionEditor::setSession(PlanSession* session) {
   if (session_) {
     connect(session_, &PlanSession::evaluated, this, &PartitionEditor::relayout);
     connect(session_, &PlanSession::clusterChanged, this, [this] { selected_device_ = -1; });
-    connect(session_, &PlanSession::editRefused, this, &PartitionEditor::showNotice);
   }
   relayout();
 }
@@ -133,12 +126,6 @@ QString PartitionEditor::bannerText() const { return layout().bannerLines().join
 
 QString PartitionEditor::selectedDevice() const { return session_ ? session_->deviceName(selected_device_) : QString(); }
 
-void PartitionEditor::showNotice(const QString& text) {
-  notice_ = text;
-  notice_timer_.start();
-  update();
-}
-
 // ---- painting -------------------------------------------------------------------------
 
 void PartitionEditor::paintEvent(QPaintEvent*) {
@@ -172,18 +159,6 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
   }
   paintTray(p);
   paintDragFeedback(p);
-
-  if (!notice_.isEmpty()) {
-    const QFontMetrics fm = fontMetrics();
-    const int w = std::min(width() - 40, fm.horizontalAdvance(notice_) + 32);
-    const QRect box(width() - w - 20, height() - fm.height() - 36, w, fm.height() + 16);
-    p.setPen(Qt::NoPen);
-    p.setBrush(QColor(0x32, 0x3a, 0x45, 235));
-    p.drawRoundedRect(box, 6, 6);
-    p.setPen(Qt::white);
-    p.drawText(box.adjusted(16, 0, -16, 0), Qt::AlignVCenter | Qt::AlignLeft,
-               fm.elidedText(notice_, Qt::ElideRight, box.width() - 32));
-  }
 }
 
 void PartitionEditor::paintBanner(QPainter& p) const {
@@ -271,7 +246,10 @@ void PartitionEditor::paintLane(QPainter& p, int s) const {
 void PartitionEditor::paintChip(QPainter& p, const DeviceChip& chip, bool ghost) const {
   const PlanEvaluation& ev = session_->evaluation();
   const Device& device = session_->cluster().device(chip.device);
-  const bool over = chip.device < static_cast<int>(ev.device_over_memory.size()) && ev.device_over_memory[chip.device];
+  // A device that does not answer reads red like one over its memory, struck through.
+  const bool lost = session_->isUnavailable(chip.device);
+  const bool over =
+      lost || (chip.device < static_cast<int>(ev.device_over_memory.size()) && ev.device_over_memory[chip.device]);
   const bool selected = chip.device == selected_device_ && !read_only_;
   const QColor tier = tierColor(device.tier);
   const QRectF r = QRectF(chip.rect).adjusted(0.5, 0.5, -0.5, -0.5);
@@ -285,7 +263,13 @@ void PartitionEditor::paintChip(QPainter& p, const DeviceChip& chip, bool ghost)
   p.setBrush(tier);
   p.drawEllipse(QPointF(r.left() + 11, r.center().y()), 4.5, 4.5);
   p.setPen(over ? kError : kText);
-  p.drawText(r.adjusted(20, 0, -6, 0), Qt::AlignVCenter | Qt::AlignLeft, chip.text);
+  const QRectF text_rect = r.adjusted(20, 0, -6, 0);
+  p.drawText(text_rect, Qt::AlignVCenter | Qt::AlignLeft, chip.text);
+  if (lost) {
+    const qreal w = std::min<qreal>(text_rect.width(), fontMetrics().horizontalAdvance(chip.text));
+    p.setPen(QPen(kError, 1.2));
+    p.drawLine(QPointF(text_rect.left(), r.center().y()), QPointF(text_rect.left() + w, r.center().y()));
+  }
   p.restore();
 }
 
@@ -568,17 +552,44 @@ QString PartitionEditor::toolTipAt(const QPoint& pos) const {
                                 .arg(formatBytes(ev.memory_bytes[chip.device]),
                                      formatBytes(ev.memory_limit_bytes[chip.device]))
                                 .arg(ev.busy_fraction[chip.device] * 100, 0, 'f', 0);
-    return ev.device_over_memory[chip.device] ? figures + QLatin1Char('\n') + tr("It does not have enough memory.")
-                                              : figures;
+    QStringList lines{figures};
+    if (chip.stage >= 0) {
+      int samples = 0;
+      for (const DeviceShare& m : session_->plan().stages[chip.stage].members) {
+        if (m.device == chip.device) samples = m.samples;
+      }
+      // What "×N" on the chip means.
+      lines << (samples > 0 ? tr("×%1: it computes %1 of the %2 samples of every micro-batch of stage %3.", nullptr, samples)
+                                  .arg(samples)
+                                  .arg(session_->plan().microBatchSize())
+                                  .arg(chip.stage)
+                            : tr("×0: it is in stage %1 but gets no samples of a micro-batch, so it computes nothing.")
+                                  .arg(chip.stage));
+    }
+    if (session_->isUnavailable(chip.device)) {
+      lines << tr("Its worker does not answer: it cannot train until it answers again.");
+    } else if (ev.device_over_memory[chip.device]) {
+      lines << tr("It does not have enough memory.");
+    }
+    return lines.join(QLatin1Char('\n'));
   }
   if (const int i = layout().layerAt(pos); i >= 0) {
     const ModelSpec& m = session_->model();
     return tr("Layer %1 “%2” (%3): forward %4 and backward %5 per sample, %6 parameters, %7 of activation per "
               "sample.")
         .arg(i)
-        .arg(QString::fromStdString(m.layer(i).name()), QString::fromStdString(m.layer(i).kind()),
+        .arg(QString::fromStdString(m.layer(i).name()), layerKindLabel(m.layer(i).kind()),
              formatFlops(m.cost(i).forward_flops), formatFlops(m.cost(i).backward_flops),
              formatCount(m.cost(i).parameters), formatBytes(m.cost(i).output_bytes));
+  }
+  if (const int lane = layout().laneAt(pos); lane >= 0 && layout().lanes()[lane].header.contains(pos)) {
+    if (lane == ev.bottleneck_stage && lane < static_cast<int>(ev.stage_busy_ms.size())) {
+      return tr("Stage %1 bounds the iteration: its busiest device is occupied %2 of the %3 iteration, computing "
+                "or on its link.")
+          .arg(lane)
+          .arg(formatMs(ev.stage_busy_ms[lane]), formatMs(ev.iteration_ms));
+    }
+    if (lane == ev.bottleneck_stage) return tr("Stage %1 computes the slowest of all stages.").arg(lane);
   }
   if (layout().tray().contains(pos)) return tr("Devices in no stage. Drag one onto a stage to add it to its group.");
   return {};

@@ -72,7 +72,6 @@ class PartitionEditor : public QWidget {
   /// Whether dropping the dragged chip / layer at `pos` would be accepted.
   bool dropAllowed(const QPoint& pos) const;
   void finishDrop(const QPoint& pos);
-  void showNotice(const QString& text);
   void paintBanner(QPainter& p) const;
   void paintLane(QPainter& p, int stage) const;
   void paintChip(QPainter& p, const DeviceChip& chip, bool ghost = false) const;
@@ -93,8 +92,6 @@ class PartitionEditor : public QWidget {
   int hover_lane_ = -1;
   bool hover_tray_ = false;
   int selected_device_ = -1;
-  QString notice_;
-  QTimer notice_timer_;
 };
 
 }  // namespace stagecraft::gui

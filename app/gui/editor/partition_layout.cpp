@@ -110,13 +110,10 @@ PartitionLayout::PartitionLayout(const ModelSpec& model, const Cluster& cluster,
     lanes_.push_back(lane);
     y = lane.lane.bottom() + 1 + kLaneGap;
   }
-  if (lanes_.size() >= 2 && ev.stage_compute_ms.size() == lanes_.size()) {
-    const auto slowest = std::max_element(ev.stage_compute_ms.begin(), ev.stage_compute_ms.end());
-    if (*slowest > 0) {
-      StageLane& lane = lanes_[static_cast<size_t>(slowest - ev.stage_compute_ms.begin())];
-      lane.bottleneck = true;
-      lane.subtitle = QCoreApplication::translate("PartitionEditor", "%1 · bottleneck").arg(lane.subtitle);
-    }
+  if (ev.bottleneck_stage >= 0 && ev.bottleneck_stage < static_cast<int>(lanes_.size())) {
+    StageLane& lane = lanes_[static_cast<size_t>(ev.bottleneck_stage)];
+    lane.bottleneck = true;
+    lane.subtitle = QCoreApplication::translate("PartitionEditor", "%1 · bottleneck").arg(lane.subtitle);
   }
   for (int s = 0; s + 1 < static_cast<int>(lanes_.size()); ++s) {
     const int x = xOfCut(plan.stages[s].layer_end);

@@ -35,10 +35,15 @@ PlanCompareView::PlanCompareView(const ModelSpec& model, const Cluster& cluster,
     : PlanCompareView(model, cluster, current, cluster, proposed, parent) {}
 
 PlanCompareView::PlanCompareView(const ModelSpec& model, const Cluster& current_cluster, const Plan& current,
-                                 const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent)
+                                 const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent,
+                                 const CostBasis* basis)
     : QWidget(parent), current_(new PlanSession(this)), proposed_(new PlanSession(this)) {
   current_->setDocument(model, current_cluster, current);
   proposed_->setDocument(model, proposed_cluster, proposed);
+  if (basis) {
+    current_->setCostBasis(*basis);
+    proposed_->setCostBasis(*basis);
+  }
   current_editor_ = new PartitionEditor;
   current_editor_->setReadOnly(true);
   current_editor_->setSession(current_);

@@ -3,6 +3,7 @@
 #include <QWidget>
 
 #include "cluster/cluster.h"
+#include "cost/cost_basis.h"
 #include "model/model_spec.h"
 #include "plan/plan.h"
 
@@ -23,8 +24,11 @@ class PlanCompareView : public QWidget {
   PlanCompareView(const ModelSpec& model, const Cluster& cluster, const Plan& current, const Plan& proposed,
                   QWidget* parent = nullptr);
   /// Each plan over its own cluster: a re-plan may drop devices that stopped answering.
+  /// Both priced with `basis` when given (the run's profiles and measured speeds), else
+  /// from the clusters' specs.
   PlanCompareView(const ModelSpec& model, const Cluster& current_cluster, const Plan& current,
-                  const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent = nullptr);
+                  const Cluster& proposed_cluster, const Plan& proposed, QWidget* parent = nullptr,
+                  const CostBasis* basis = nullptr);
 
   /// Proposed over current samples/s minus one (0.38 for "+38 %"); 0 when either is invalid.
   double gain() const { return gain_; }

@@ -7,6 +7,42 @@
 
 namespace stagecraft::gui {
 
+namespace {
+
+/// The stage that bounds the iteration: the one whose busiest member is occupied longest
+/// in the simulated iteration, on its processor (forward, backward, update) or on its link
+/// (sending, all-reduce), which work side by side: a stage can bound it through its links
+/// as well as its compute. Without a simulation, the slowest compute. -1 for fewer than two
+/// stages.
+int bottleneckStage(const Plan& plan, PlanEvaluation& ev, int devices) {
+  if (plan.stageCount() < 2) return -1;
+  const std::vector<double>* load = &ev.stage_compute_ms;
+  if (!ev.timeline.empty()) {
+    std::vector<double> compute(static_cast<size_t>(devices), 0.0), link(static_cast<size_t>(devices), 0.0);
+    for (const TimelineEvent& e : ev.timeline) {
+      if (e.kind == EventKind::Receive || e.device < 0 || e.device >= devices) continue;  // the sender counts a transfer
+      const bool on_link = e.kind == EventKind::Send || e.kind == EventKind::AllReduce;
+      (on_link ? link : compute)[static_cast<size_t>(e.device)] += e.end_ms - e.start_ms;
+    }
+    std::vector<double> occupied(static_cast<size_t>(devices), 0.0);
+    for (size_t d = 0; d < occupied.size(); ++d) occupied[d] = std::max(compute[d], link[d]);
+    ev.stage_busy_ms.assign(static_cast<size_t>(plan.stageCount()), 0.0);
+    for (int s = 0; s < plan.stageCount(); ++s) {
+      for (const DeviceShare& m : plan.stages[s].members) {
+        if (m.device >= 0 && m.device < devices) {
+          ev.stage_busy_ms[s] = std::max(ev.stage_busy_ms[s], occupied[static_cast<size_t>(m.device)]);
+        }
+      }
+    }
+    load = &ev.stage_busy_ms;
+  }
+  if (static_cast<int>(load->size()) != plan.stageCount()) return -1;
+  const auto slowest = std::max_element(load->begin(), load->end());
+  return *slowest > 0 ? static_cast<int>(slowest - load->begin()) : -1;
+}
+
+}  // namespace
+
 PlanEvaluation evaluatePlan(const Plan& plan, const CostModel& cost) {
   QElapsedTimer timer;
   timer.start();
@@ -66,6 +102,7 @@ PlanEvaluation evaluatePlan(const Plan& plan, const CostModel& cost) {
     if (static_cast<int>(sim.peak_memory_bytes.size()) == devices) ev.memory_bytes = sim.peak_memory_bytes;
     ev.timeline = std::move(sim.timeline);
   }
+  ev.bottleneck_stage = bottleneckStage(plan, ev, devices);
   ev.evaluate_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
   return ev;
 }

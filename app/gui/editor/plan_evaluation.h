@@ -33,6 +33,12 @@ struct PlanEvaluation {
   /// Per stage: the stage itself is broken (no device, no layers) or holds a device over
   /// its memory; the editor outlines such lanes red.
   std::vector<bool> stage_has_problem;
+  /// Per stage: how long its busiest member is occupied in the simulated iteration
+  /// (the longer of its compute and its link time); empty when invalid.
+  std::vector<double> stage_busy_ms;
+  /// The stage that bounds the iteration (the largest stage_busy_ms; the slowest compute
+  /// without a simulation); -1 for fewer than two stages.
+  int bottleneck_stage = -1;
   std::vector<TimelineEvent> timeline;
   double evaluate_ms = 0;  ///< wall time spent computing this evaluation
 };

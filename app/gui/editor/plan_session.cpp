@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "control/replan.h"
 #include "editor/plan_edit_command.h"
 #include "io/error.h"
 #include "io/json_io.h"
@@ -17,15 +18,30 @@ namespace stagecraft::gui {
 
 Q_LOGGING_CATEGORY(lcPlanSession, "stagecraft.gui.plansession")
 
-namespace {
-
 /// What a background planner needs, copied so the GUI may change its document meanwhile.
 struct PlanningInput {
   ModelSpec model;
   Cluster cluster;
   Optimizer optimizer;
   PlanRequest request;
+  std::optional<CostBasis> basis;  // the session's, when it applies
+  std::optional<Cluster> available;  // `cluster` without the devices that do not answer
 };
+
+namespace {
+
+/// The cost model of `model` over `cluster` under `basis` (specs without one, or when the
+/// basis does not fit them).
+CostModel pricedBy(const ModelSpec& model, const Cluster& cluster, Optimizer optimizer, const CostBasis* basis) {
+  if (basis) {
+    try {
+      return makeCostModel(model, cluster, optimizer, *basis);
+    } catch (const std::exception&) {
+      // A profile of another shape: specs, as before a run.
+    }
+  }
+  return CostModel(model, cluster, optimizer);
+}
 
 PlannerComparison runPlanner(const std::string& name, const CostModel& cost, const PlanRequest& request) {
   PlannerComparison row;
@@ -59,7 +75,22 @@ PlannerComparison runPlanner(const std::string& name, const CostModel& cost, con
   return row;
 }
 
+/// `name`'s plan over the devices that answer, expressed over the whole cluster.
+PlannerComparison planAround(const std::string& name, const PlanningInput& input) {
+  const Cluster& over = input.available ? *input.available : input.cluster;
+  const CostModel cost = pricedBy(input.model, over, input.optimizer, input.basis ? &*input.basis : nullptr);
+  PlannerComparison row = runPlanner(name, cost, input.request);
+  if (row.plan && input.available) row.plan = control::withoutDevices(*row.plan, over, input.cluster, {});
+  return row;
+}
+
 }  // namespace
+
+std::shared_ptr<PlanningInput> PlanSession::planningInput() const {
+  return std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request(),
+                                                       activeBasis() ? std::optional(*activeBasis()) : std::nullopt,
+                                                       availableCluster()});
+}
 
 PlanSession::PlanSession(QObject* parent) : QObject(parent) {}
 
@@ -73,7 +104,7 @@ PlanSession::~PlanSession() {
 void PlanSession::setDocument(ModelSpec model, Cluster cluster) {
   model_ = std::make_unique<ModelSpec>(std::move(model));
   cluster_ = std::make_unique<Cluster>(std::move(cluster));
-  ++generation_;
+  documentChanged();
   rebuildCost();
   Q_EMIT modelChanged();
   Q_EMIT clusterChanged();
@@ -83,7 +114,7 @@ void PlanSession::setDocument(ModelSpec model, Cluster cluster) {
 void PlanSession::setDocument(ModelSpec model, Cluster cluster, const Plan& plan) {
   model_ = std::make_unique<ModelSpec>(std::move(model));
   cluster_ = std::make_unique<Cluster>(std::move(cluster));
-  ++generation_;
+  documentChanged();
   plan_.optimizer = plan.optimizer;
   rebuildCost();
   undo_.clear();
@@ -94,7 +125,7 @@ void PlanSession::setDocument(ModelSpec model, Cluster cluster, const Plan& plan
 
 void PlanSession::setModel(ModelSpec model) {
   model_ = std::make_unique<ModelSpec>(std::move(model));
-  ++generation_;
+  documentChanged();
   rebuildCost();
   Q_EMIT modelChanged();
   resetToAutoPlan();
@@ -102,7 +133,7 @@ void PlanSession::setModel(ModelSpec model) {
 
 void PlanSession::setCluster(Cluster cluster) {
   cluster_ = std::make_unique<Cluster>(std::move(cluster));
-  ++generation_;
+  documentChanged();
   rebuildCost();
   Q_EMIT clusterChanged();
   resetToAutoPlan();
@@ -111,9 +142,29 @@ void PlanSession::setCluster(Cluster cluster) {
 void PlanSession::rebuildCost() {
   cost_.reset();
   if (model_ && cluster_) {
-    cost_ = std::make_unique<CostModel>(*model_, *cluster_, plan_.optimizer == Optimizer::Invalid ? Optimizer::Sgd
-                                                                                                   : plan_.optimizer);
+    const Optimizer optimizer = plan_.optimizer == Optimizer::Invalid ? Optimizer::Sgd : plan_.optimizer;
+    cost_ = std::make_unique<CostModel>(pricedBy(*model_, *cluster_, optimizer, activeBasis()));
   }
+}
+
+const CostBasis* PlanSession::activeBasis() const {
+  if (!basis_ || !model_ || !cluster_) return nullptr;
+  return model_->name() == basis_model_ && cluster_->name() == basis_cluster_ ? &*basis_ : nullptr;
+}
+
+void PlanSession::setCostBasis(CostBasis basis) {
+  basis_ = std::move(basis);
+  basis_model_ = model_ ? model_->name() : std::string();
+  basis_cluster_ = cluster_ ? cluster_->name() : std::string();
+  if (!hasDocument()) return;
+  rebuildCost();
+  Q_EMIT pricingChanged();
+  evaluate();
+}
+
+CostSource PlanSession::costSource() const {
+  const CostBasis* basis = activeBasis();
+  return basis ? basis->source() : CostSource::Specs;
 }
 
 PlanRequest PlanSession::request() const {
@@ -130,8 +181,15 @@ void PlanSession::resetToAutoPlan() {
   const PlanRequest req = request();
   Plan plan;
   try {
-    const PlanOutcome outcome = makePlan(*makePlanner("hybrid"), *cost_, req);
-    if (outcome.feasible) plan = outcome.plan;
+    if (const std::optional<Cluster> available = availableCluster()) {
+      // Around the devices that do not answer, expressed over the whole cluster again.
+      const CostModel cost = pricedBy(*model_, *available, cost_->optimizer(), activeBasis());
+      const PlanOutcome outcome = makePlan(*makePlanner("hybrid"), cost, req);
+      if (outcome.feasible) plan = control::withoutDevices(outcome.plan, *available, *cluster_, {}).value_or(Plan{});
+    } else {
+      const PlanOutcome outcome = makePlan(*makePlanner("hybrid"), *cost_, req);
+      if (outcome.feasible) plan = outcome.plan;
+    }
   } catch (const std::exception& e) {
     qCWarning(lcPlanSession) << "hybrid planner failed:" << e.what();
   }
@@ -166,9 +224,64 @@ void PlanSession::applyPlan(const Plan& plan) {
   evaluate();
 }
 
+void PlanSession::documentChanged() {
+  ++generation_;
+  if (!comparison_.empty()) {
+    comparison_.clear();  // the rows were another model's or cluster's
+    Q_EMIT comparisonFinished();
+  }
+}
+
+void PlanSession::setUnavailableDevices(const QStringList& names) {
+  std::set<std::string> next;
+  for (const QString& name : names) next.insert(name.toStdString());
+  if (next == unavailable_) return;
+  unavailable_ = std::move(next);
+  evaluate();
+}
+
+bool PlanSession::isUnavailable(int device) const {
+  return cluster_ && device >= 0 && device < cluster_->size() && unavailable_.count(cluster_->device(device).name) > 0;
+}
+
+QStringList PlanSession::unavailableDevices() const {
+  QStringList names;
+  for (const std::string& name : unavailable_) names << QString::fromStdString(name);
+  return names;
+}
+
+void PlanSession::setDeviceSource(std::function<std::optional<v1::Device>(const QString&)> source) {
+  device_source_ = std::move(source);
+}
+
+std::optional<Cluster> PlanSession::availableCluster() const {
+  std::vector<std::string> live;
+  for (const Device& device : cluster_->devices()) {
+    if (!unavailable_.count(device.name)) live.push_back(device.name);
+  }
+  if (static_cast<int>(live.size()) == cluster_->size()) return std::nullopt;
+  if (live.empty()) throw Error("no device of the cluster answers");
+  return control::restrictCluster(*cluster_, live);
+}
+
 void PlanSession::evaluate() {
   if (!hasDocument()) return;
   evaluation_ = evaluatePlan(plan_, *cost_);
+  // A device that does not answer cannot train its share, whatever the figures say.
+  QStringList lost;
+  for (size_t s = 0; s < plan_.stages.size(); ++s) {
+    for (const DeviceShare& m : plan_.stages[s].members) {
+      if (!isUnavailable(m.device)) continue;
+      lost << deviceName(m.device);
+      if (s < evaluation_.stage_has_problem.size()) evaluation_.stage_has_problem[s] = true;
+    }
+  }
+  if (!lost.isEmpty()) {
+    evaluation_.valid = false;
+    evaluation_.problems.prepend(tr("%1 does not answer: move it to the unused devices, or wait until it answers again.",
+                                    nullptr, static_cast<int>(lost.size()))
+                                     .arg(lost.join(QStringLiteral(", "))));
+  }
   qCDebug(lcPlanSession) << "evaluated in" << evaluation_.evaluate_ms << "ms; valid" << evaluation_.valid;
   Q_EMIT evaluated();
 }
@@ -202,10 +315,32 @@ bool PlanSession::moveLayersToStage(const std::vector<int>& layers, int stage) {
 
 bool PlanSession::addDeviceToStage(const QString& device, int stage) {
   if (!hasDocument()) return refuse(tr("Open a model and a cluster first."));
-  const int d = deviceIndex(device);
+  int d = deviceIndex(device);
+  if (d < 0) d = joinDevice(device);
   if (d < 0) return refuse(tr("Device %1 is not in cluster %2.").arg(device, QString::fromStdString(cluster_->name())));
   return push(PlanEdits::addDeviceToStage(plan_, *cost_, d, stage), tr("Put %1 into stage %2").arg(device).arg(stage),
               static_cast<int>(PlanEditKind::AddDevice));
+}
+
+int PlanSession::joinDevice(const QString& name) {
+  if (!device_source_) return -1;
+  const std::optional<v1::Device> device = device_source_(name);
+  if (!device || device->name() != name.toStdString()) return -1;
+  v1::Cluster proto = cluster_->toProto();
+  *proto.add_devices() = *device;
+  try {
+    Cluster grown = Cluster::fromProto(proto);
+    // Appended last: every plan on the undo stack still names the same devices.
+    cluster_ = std::make_unique<Cluster>(std::move(grown));
+  } catch (const std::exception& e) {
+    qCWarning(lcPlanSession) << "cannot add" << name << "to the cluster:" << e.what();
+    return -1;
+  }
+  rebuildCost();
+  evaluate();  // every per-device figure sized for the new device before anyone reads it
+  Q_EMIT clusterChanged();
+  Q_EMIT deviceJoined(name);
+  return cluster_->size() - 1;
 }
 
 bool PlanSession::removeDeviceFromStage(const QString& device) {
@@ -253,7 +388,7 @@ bool PlanSession::setOptimizer(Optimizer optimizer) {
   Plan next = plan_;
   next.optimizer = optimizer;
   // Shares depend on memory, which depends on the optimizer's state: re-split under it.
-  const CostModel cost(*model_, *cluster_, optimizer);
+  const CostModel cost = pricedBy(*model_, *cluster_, optimizer, activeBasis());
   PlanEdits::resplitAll(next, cost);
   const std::string_view name = optimizerName(optimizer);
   return push(PlanEditResult{next, {}},
@@ -297,7 +432,13 @@ void PlanSession::autoPlan(const QString& planner, int microbatches) {
     Q_EMIT autoPlanFinished(false, tr("Open a model and a cluster first."));
     return;
   }
-  auto input = std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request()});
+  std::shared_ptr<PlanningInput> input;
+  try {
+    input = planningInput();
+  } catch (const std::exception& e) {
+    Q_EMIT autoPlanFinished(false, tr("Cannot plan: %1").arg(QString::fromStdString(e.what())));
+    return;
+  }
   if (microbatches >= 0) input->request.microbatches = microbatches;
   const int generation = generation_;
   const std::string name = planner.toStdString();
@@ -306,8 +447,7 @@ void PlanSession::autoPlan(const QString& planner, int microbatches) {
   // delivered in this thread, and is dropped if the session is gone by then.
   auto result = std::make_shared<PlannerComparison>();
   QThread* thread = QThread::create([input, name, result] {
-    const CostModel cost(input->model, input->cluster, input->optimizer);
-    *result = runPlanner(name, cost, input->request);
+    *result = planAround(name, *input);
   });
   connect(thread, &QThread::finished, this, [this, result, generation] {
     setBusy(false);
@@ -324,13 +464,18 @@ void PlanSession::autoPlan(const QString& planner, int microbatches) {
 
 void PlanSession::compare() {
   if (!hasDocument()) return;
-  auto input = std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request()});
+  std::shared_ptr<PlanningInput> input;
+  try {
+    input = planningInput();
+  } catch (const std::exception& e) {
+    Q_EMIT autoPlanFinished(false, tr("Cannot plan: %1").arg(QString::fromStdString(e.what())));
+    return;
+  }
   const int generation = generation_;
   setBusy(true);
   auto rows = std::make_shared<std::vector<PlannerComparison>>();
   QThread* thread = QThread::create([input, rows] {
-    const CostModel cost(input->model, input->cluster, input->optimizer);
-    for (const std::string& name : plannerNames()) rows->push_back(runPlanner(name, cost, input->request));
+    for (const std::string& name : plannerNames()) rows->push_back(planAround(name, *input));
   });
   connect(thread, &QThread::finished, this, [this, rows, generation] {
     setBusy(false);
@@ -358,7 +503,7 @@ bool PlanSession::loadPlan(const QString& path, QString* error) {
     if (same_model) return replacePlan(plan, tr("Load %1").arg(QFileInfo(path).fileName())) || fail(last_error_);
     // The file trains another model: it becomes the session's model, the plan as loaded.
     model_ = std::make_unique<ModelSpec>(std::move(model));
-    ++generation_;
+    documentChanged();
     plan_.optimizer = plan.optimizer;
     rebuildCost();
     undo_.clear();

@@ -7,9 +7,13 @@
 #include <QUndoStack>
 #include <memory>
 #include <optional>
+#include <functional>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/cost_basis.h"
 #include "cost/cost_model.h"
 #include "editor/plan_edits.h"
 #include "editor/plan_evaluation.h"
@@ -20,6 +24,8 @@
 class QThread;
 
 namespace stagecraft::gui {
+
+struct PlanningInput;  // what a planner thread works on (plan_session.cpp)
 
 /// One planner's answer in the Compare view: its plan simulated, or why it has none.
 struct PlannerComparison {
@@ -59,6 +65,24 @@ class PlanSession : public QObject {
   const ModelSpec& model() const { return *model_; }
   const Cluster& cluster() const { return *cluster_; }
   const CostModel& costModel() const { return *cost_; }
+  /// Prices every plan of this model on this cluster (the editor's figures, auto-plan,
+  /// compare) with `basis`: what the deployed run prices with. Kept while the model and the
+  /// cluster keep their names (a re-plan narrows the cluster); another model or cluster is
+  /// priced from its specs again.
+  void setCostBasis(CostBasis basis);
+  /// Where the figures come from: specs, profiles, or speeds calibrated from training.
+  CostSource costSource() const;
+  /// Devices whose workers stopped answering (lost), one state with the device list: a plan
+  /// that uses one is invalid (the evaluation says which, the editor draws it red, Deploy
+  /// refuses it), and auto-plan, compare and the plan made for a new model or cluster leave
+  /// them out. A device that answers again is taken off the list by the caller.
+  void setUnavailableDevices(const QStringList& names);
+  bool isUnavailable(int device) const;
+  QStringList unavailableDevices() const;
+  /// Where a device the cluster lacks comes from (a worker discovered on the beacon or
+  /// added by address): addDeviceToStage() adds it to the session's cluster, the plan kept,
+  /// instead of refusing it. nullopt: not known there either.
+  void setDeviceSource(std::function<std::optional<v1::Device>(const QString&)> source);
   const Plan& plan() const { return plan_; }
   const PlanEvaluation& evaluation() const { return evaluation_; }
   QUndoStack* undoStack() { return &undo_; }
@@ -113,13 +137,25 @@ class PlanSession : public QObject {
   void editRefused(const QString& reason);
   void busyChanged(bool busy);
   void autoPlanFinished(bool ok, const QString& message);
+  /// comparison() changed: new rows, or none after the model or the cluster changed.
   void comparisonFinished();
+  /// setCostBasis() changed how plans are priced (evaluated() follows).
+  void pricingChanged();
+  /// addDeviceToStage() took `device` into the cluster from the device source.
+  void deviceJoined(const QString& device);
 
  private:
   bool push(const PlanEditResult& result, const QString& text, int id = -1, int gesture = 0);
   bool refuse(const QString& reason);
   void resetToAutoPlan();
   void rebuildCost();
+  const CostBasis* activeBasis() const;  // basis_ when it fits the document, else nullptr
+  /// The cluster without the unavailable devices; nullopt when none is unavailable. Throws
+  /// Error when none is left.
+  std::optional<Cluster> availableCluster() const;
+  void documentChanged();  // a new model or cluster: derived views of the old one go
+  std::shared_ptr<PlanningInput> planningInput() const;  // copies for a planner thread
+  int joinDevice(const QString& name);  // from the device source; its index, or -1
   void evaluate();
   void setBusy(bool busy);
   void startThread(QThread* thread);
@@ -127,6 +163,10 @@ class PlanSession : public QObject {
   std::unique_ptr<ModelSpec> model_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<CostModel> cost_;
+  std::optional<CostBasis> basis_;
+  std::string basis_model_, basis_cluster_;  // the document the basis was measured on
+  std::set<std::string> unavailable_;
+  std::function<std::optional<v1::Device>(const QString&)> device_source_;
   Plan plan_;
   PlanEvaluation evaluation_;
   QUndoStack undo_;

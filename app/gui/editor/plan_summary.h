@@ -9,8 +9,9 @@ namespace stagecraft::gui {
 
 class PlanSession;
 
-/// The plan's headline figures in one compact row: predicted samples/s, iteration time,
-/// bubble and micro-batches, and the first problem (red) when the plan is invalid.
+/// The plan's headline figures in one compact row: predicted samples/s (saying what it is
+/// predicted from, and next to it what training measures), iteration time, bubble and
+/// micro-batches, and the first problem (red) when the plan is invalid.
 class PlanSummary : public QWidget {
   Q_OBJECT
 
@@ -27,12 +28,22 @@ class PlanSummary : public QWidget {
   QString problemText() const;
   /// The change of samples/s made by the last edit ("+12.3 %"), empty when none.
   QString deltaText() const;
+  /// Where the predicted figures come from: "from specs", "profiled", "calibrated from training".
+  QString sourceText() const;
+  /// Training measures `samples_per_second` of the plan shown (0: not training it): shown
+  /// next to the prediction with their ratio.
+  void setMeasured(double samples_per_second);
+  QString measuredText() const;
 
  private:
   void refresh();
+  void showMeasured();
 
   QPointer<PlanSession> session_;
   QLabel* samples_;
+  QLabel* samples_caption_ = nullptr;
+  QLabel* measured_ = nullptr;
+  double measured_sps_ = 0;
   QLabel* iteration_;
   QLabel* bubble_;
   QLabel* microbatches_;

@@ -4,6 +4,7 @@
 
 #include "editor/display_units.h"
 #include "live/live_charts.h"
+#include "live/throughput_chart.h"
 #include "live/timeline_chart.h"
 #include "live/training_controller.h"
 
@@ -17,6 +18,9 @@ ChartFeed::ChartFeed(TrainingController* controller, LiveCharts* charts, QObject
     if (state == TrainingState::Deployed) resetDevices();
   });
   connect(controller_, &TrainingController::replanApplied, this, [this] { resetDevices(); });
+  connect(controller_, &TrainingController::predictionChanged, this, [this] {
+    charts_->throughputChart()->setPredictionSource(costSourceLabel(controller_->costBasis().source()));
+  });
   // A lost device is marked where training stood when it went.
   connect(controller_, &TrainingController::deviceLost, this,
           [this](const QString& device, const QString&, qint64 failed_after, qint64) {

@@ -27,6 +27,8 @@ ThroughputChart::ThroughputChart(QWidget* parent) : ChartPlot(parent) {
   predicted_->setName(tr("Predicted"));
   predicted_->setPen(QPen(ChartStyle::predictedColor(), 2, Qt::DashLine));
   predicted_->setAdaptiveSampling(true);
+  // A prediction holds until the next one (a re-plan, a calibration): a step, not a ramp.
+  predicted_->setLineStyle(QCPGraph::lsStepLeft);
 
   ChartStyle::setAxisLabel(xAxis, tr("Time since start (s)"));
   ChartStyle::setAxisLabel(yAxis, tr("Throughput (samples/s)"));
@@ -66,6 +68,13 @@ void ThroughputChart::setTimeWindow(double seconds) {
   window_seconds_ = std::max(0.0, seconds);
   requestReplot();
 }
+
+void ThroughputChart::setPredictionSource(const QString& source) {
+  predicted_->setName(source.isEmpty() ? tr("Predicted") : tr("Predicted (%1)").arg(source));
+  requestReplot();
+}
+
+QString ThroughputChart::predictedName() const { return predicted_->name(); }
 
 int ThroughputChart::measuredPointCount() const { return measured_->data()->size(); }
 int ThroughputChart::predictedPointCount() const { return predicted_->data()->size(); }

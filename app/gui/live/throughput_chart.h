@@ -27,6 +27,9 @@ class ThroughputChart : public ChartPlot {
   void setTimeWindow(double seconds);
   double timeWindow() const { return window_seconds_; }
 
+  /// The predicted line's legend says where the prediction comes from ("profiled"...).
+  void setPredictionSource(const QString& source);
+  QString predictedName() const;
   int measuredPointCount() const;
   int predictedPointCount() const;
   QCPGraph* measuredGraph() const { return measured_; }

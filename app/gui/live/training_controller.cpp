@@ -55,6 +55,7 @@ TrainingController::~TrainingController() {
   wake_.notify_all();
   thread_.join();
   if (planner_.joinable()) planner_.join();
+  if (advisor_.joinable()) advisor_.join();
 }
 
 QString TrainingController::stateText(TrainingState state) {
@@ -287,17 +288,23 @@ void TrainingController::stopLocalJob() {
 
 void TrainingController::publishDeployment() {
   const control::TrainingRun& run = *deployment_->run;
+  deployment_->predicted = run.predictedSamplesPerSecond();
+  deployment_->calibrate_at = run.step() + kCalibrateAfterSteps;
+  deployment_->calibrated = false;
   const int members = memberCount(run.plan());
   toGui([this, plan = run.plan(), cluster = run.deployedCluster(), model = run.model(),
-         sps = run.predictedSamplesPerSecond(), step = run.step(), generation = deployment_->generation, members] {
+         sps = run.predictedSamplesPerSecond(), basis = run.costBasis(), step = run.step(),
+         generation = deployment_->generation, members] {
     plan_ = plan;
     cluster_ = cluster;
     model_ = model;
     predicted_sps_ = sps;
+    cost_basis_ = basis;
     current_step_ = step;
     target_step_ = std::max(target_step_, static_cast<qint64>(step));
     shown_generation_ = generation;
     latest_reports_.assign(static_cast<size_t>(members), v1::IterationReport{});
+    Q_EMIT predictionChanged();
   });
 }
 
@@ -461,14 +468,19 @@ bool TrainingController::proposeReplan(const QString& planner_name, const PlanRe
   if (planner_.joinable()) planner_.join();
   planning_ = true;
   planner_ = std::thread([this, plan = *plan_, cluster = *cluster_, model = *model_, reports = latest_reports_,
-                          planner = std::move(planner), request, live = std::move(live)] {
+                          basis = cost_basis_, planner = std::move(planner), request, live = std::move(live)] {
     try {
-      // Speeds as measured: each member's compute time against the cost model's prediction.
-      const CostModel deployed_cost(model, cluster, plan.optimizer);
-      const Cluster calibrated = control::calibrateCluster(plan, deployed_cost, reports);
-      const double current_sps = simulate(plan, CostModel(model, calibrated, plan.optimizer)).samples_per_second;
-      const Cluster candidates = live.empty() ? calibrated : control::restrictCluster(calibrated, live);
-      const CostModel cost(model, candidates, plan.optimizer);
+      // The run's own costs (profiles, backups) with the speeds measured now: each member's
+      // compute time against that prediction, as the run calibrates when it re-plans.
+      CostBasis calibrated = basis;
+      for (const auto& [name, f] :
+           control::measuredFactors(plan, makeCostModel(model, cluster, plan.optimizer, basis, false), reports)) {
+        calibrated.factors[name] = f;
+      }
+      const double current_sps =
+          simulate(plan, makeCostModel(model, cluster, plan.optimizer, calibrated)).samples_per_second;
+      const Cluster candidates = live.empty() ? cluster : control::restrictCluster(cluster, live);
+      const CostModel cost = makeCostModel(model, candidates, plan.optimizer, calibrated);
       PlanOutcome outcome = makePlan(*planner, cost, request);
       if (!outcome.feasible) {
         const QString reason = outcome.reason.empty()
@@ -482,9 +494,10 @@ bool TrainingController::proposeReplan(const QString& planner_name, const PlanRe
         return;
       }
       const double proposed_sps = simulate(outcome.plan, cost).samples_per_second;
-      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates, calibrated] {
+      toGui([this, plan, proposed = std::move(outcome.plan), current_sps, proposed_sps, candidates, cluster,
+             calibrated] {
         planning_ = false;
-        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates, calibrated);
+        Q_EMIT replanProposed(plan, proposed, current_sps, proposed_sps, candidates, cluster, calibrated);
       });
     } catch (const std::exception& e) {
       toGui([this, text = QString::fromStdString(e.what())] {

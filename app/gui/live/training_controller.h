@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cost/cost_basis.h"
 #include "cluster/cluster.h"
 #include "control/assignments.h"
 #include "control/coordinator.h"
@@ -60,6 +61,8 @@ class TrainingController : public QObject {
   TrainingState state() const { return state_; }
   /// The state as a user reads it ("Training"...).
   static QString stateText(TrainingState state);
+  /// A line a worker logged, in the console's language when it is one workers send.
+  static QString workerLine(const QString& text);
   /// The last step every member completed (the start step of a re-planned deployment).
   qint64 currentStep() const { return current_step_; }
   /// The step the run in progress (or the last one) trains to.
@@ -71,6 +74,10 @@ class TrainingController : public QObject {
   /// Predicted samples/s of the deployed plan (simulated under the cost model it was
   /// deployed with, profiles included).
   double predictedSamplesPerSecond() const { return predicted_sps_; }
+  /// What the deployed run prices plans with (its profiles, the speeds calibrated from
+  /// training so far): the editor, the charts and the re-plan dialog use it too, so every
+  /// prediction of one plan is one number. Specs until a deployment.
+  const CostBasis& costBasis() const { return cost_basis_; }
   /// The local workers' cluster (addresses of the local workers), when they run.
   std::optional<Cluster> localCluster() const { return local_cluster_; }
 
@@ -123,6 +130,8 @@ class TrainingController : public QObject {
 
  Q_SIGNALS:
   void stateChanged(stagecraft::gui::TrainingState state);
+  /// costBasis() and predictedSamplesPerSecond() changed: a deployment, a re-plan, a recovery.
+  void predictionChanged();
   /// A phase's progress: `done` of `total` (total 0: no measure).
   void progress(const QString& text, int done, int total);
   void localClusterStarted(const stagecraft::Cluster& cluster);
@@ -141,11 +150,13 @@ class TrainingController : public QObject {
   void failed(const QString& message);
   /// The run reached its target step.
   void trainingFinished(qint64 step);
-  /// `proposed` is over `calibrated` (the live devices, measured speeds); `current` is over
-  /// `current_cluster` (every deployed device, measured speeds).
+  /// `proposed` is over `calibrated` (the live devices); `current` is over `current_cluster`
+  /// (every deployed device); both priced with `basis` (the run's, with the speeds measured
+  /// now), as the figures are.
   void replanProposed(const stagecraft::Plan& current, const stagecraft::Plan& proposed,
                       double current_samples_per_second, double proposed_samples_per_second,
-                      const stagecraft::Cluster& calibrated, const stagecraft::Cluster& current_cluster);
+                      const stagecraft::Cluster& calibrated, const stagecraft::Cluster& current_cluster,
+                      const stagecraft::CostBasis& basis);
   /// The job now runs `plan` over deployedCluster(), continuing at `step`: after
   /// applyReplan() or a recovery.
   void replanApplied(const stagecraft::Plan& plan, qint64 step);
@@ -164,6 +175,11 @@ class TrainingController : public QObject {
   /// no plan found). `applying`: the run re-plans onto it by itself.
   void stragglerNoticed(const QString& device, double slower_by, double gain, bool applying,
                         const stagecraft::Plan& plan, const stagecraft::Cluster& cluster);
+  /// Calibrated from training, `plan` over `cluster` (the deployed devices) is predicted
+  /// `predicted` samples/s against the running plan's `current`: applyReplan(plan, cluster)
+  /// switches to it.
+  void betterPlanFound(const stagecraft::Plan& plan, const stagecraft::Cluster& cluster, double predicted,
+                       double current);
   /// The re-plan applied after step `from_step` promised `promised` samples/s and measured
   /// `measured` by step `judged_step`, more than 15 % short; the plan before it, `previous`
   /// over `previous_cluster`, measured `before` (0: not measured). applyReplan(previous,
@@ -188,6 +204,9 @@ class TrainingController : public QObject {
   void trainJob(std::int64_t target, bool continuing = false);  // continuing: after a re-plan
   void replanJob(control::ReplanRequest request, bool resume, std::int64_t target);
   control::RunEvents runEvents();
+  /// Re-prices the deployed plan with the speeds training measured (predictionChanged(),
+  /// betterPlanFound() when another plan is clearly faster); on the controller's thread.
+  void calibrate(Deployment& d);
   void fail(const std::string& message, TrainingState next);
   void publishDeployment();
   void onIteration(std::uint64_t generation, int member, int device, const v1::IterationReport& report);
@@ -202,10 +221,12 @@ class TrainingController : public QObject {
   std::optional<Cluster> local_cluster_;
   std::string local_token_;  // of local_cluster_
   double predicted_sps_ = 0;
+  CostBasis cost_basis_;
   std::vector<v1::IterationReport> latest_reports_;  // per member of the deployed plan
   std::uint64_t shown_generation_ = 0;
   std::thread planner_;
   std::atomic<bool> planning_{false};
+  std::thread advisor_;  // calibrate()'s search for a better plan (started on the controller's thread)
 
   // Settings, read by the controller's thread when a job starts.
   mutable std::mutex settings_mutex_;

@@ -1,23 +1,102 @@
 // What TrainingController makes of its run's events: log lines (translated) and signals on
 // the GUI thread.
+#include <QRegularExpression>
 #include <QString>
 
 #include "live/training_controller.h"
 #include "live/training_deployment.h"
+#include "planner/planner.h"
+#include "sim/simulator.h"
 
 namespace stagecraft::gui {
+
+namespace {
+/// How much faster a plan must be predicted under the calibrated speeds to be offered: less
+/// is within what a re-plan's disruption and the calibration's noise eat (as the CLI).
+constexpr double kBetterPlanGain = 1.1;
+}  // namespace
+
+QString TrainingController::workerLine(const QString& text) {
+  // The worker (no Qt) speaks English; the lines it is known to send are said in the
+  // console's language, anything else as it came.
+  static const QRegularExpression deployed(QStringLiteral(
+      R"(^deployed job '(.*)': stage (\d+) of (\d+), layers \[(\d+), (\d+)\), rank (\d+) of (\d+), (\d+) samples per micro-batch$)"));
+  static const QRegularExpression lease(
+      QStringLiteral(R"(^no coordinator for (\S+) s: stopped job '(.*)' at step (\d+) \(lease expired\); ready for a new Deploy$)"));
+  static const QRegularExpression stopped(QStringLiteral(R"(^stopped at step (\d+)$)"));
+  if (const QRegularExpressionMatch m = deployed.match(text); m.hasMatch()) {
+    return tr("Job %1 deployed: stage %2 of %3, layers %4–%5, rank %6 of %7, %8 samples per micro-batch.")
+        .arg(m.captured(1), m.captured(2), m.captured(3), m.captured(4),
+             QString::number(m.captured(5).toInt() - 1), m.captured(6), m.captured(7), m.captured(8));
+  }
+  if (const QRegularExpressionMatch m = lease.match(text); m.hasMatch()) {
+    return tr("No coordinator for %1 s: job %2 stopped at step %3 (its lease ran out); ready for a new deployment.")
+        .arg(m.captured(1), m.captured(2), m.captured(3));
+  }
+  if (const QRegularExpressionMatch m = stopped.match(text); m.hasMatch()) {
+    return tr("Stopped at step %1.").arg(m.captured(1));
+  }
+  return text;
+}
+
+void TrainingController::calibrate(Deployment& d) {
+  control::TrainingRun& run = *d.run;
+  CostBasis basis = run.calibratedBasis();
+  if (basis.factors.empty()) return;  // no member measured yet: at the next step
+  d.calibrated = true;
+  const double before = d.predicted;
+  try {
+    d.predicted = simulate(run.plan(), run.costModel(run.deployedCluster())).samples_per_second;
+  } catch (const std::exception& e) {
+    toGui([this, text = QString::fromStdString(e.what())] {
+      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg, tr("Calibration from training skipped: %1").arg(text));
+    });
+    return;
+  }
+  toGui([this, basis, sps = d.predicted, before, step = run.step(), generation = d.generation] {
+    if (generation != shown_generation_) return;
+    cost_basis_ = basis;
+    predicted_sps_ = sps;
+    Q_EMIT logMessage(tr("coordinator"), QtInfoMsg,
+                      tr("Calibrated from training at step %1: predicted %2 samples/s (was %3).")
+                          .arg(step)
+                          .arg(sps, 0, 'f', 1)
+                          .arg(before, 0, 'f', 1));
+    Q_EMIT predictionChanged();
+  });
+  // A plan clearly faster under the measured speeds is offered (as the CLI names one),
+  // searched beside training so no step waits for the planner.
+  if (advisor_.joinable()) advisor_.join();
+  advisor_ = std::thread([this, basis = std::move(basis), plan = run.plan(), model = run.model(),
+                          cluster = run.deployedCluster(), current = d.predicted, generation = d.generation] {
+    try {
+      const CostModel cost = makeCostModel(model, cluster, plan.optimizer, basis);
+      PlanOutcome outcome =
+          makePlan(*makePlanner("hybrid"), cost, PlanRequest{plan.batch_size, plan.microbatches, plan.schedule});
+      if (!outcome.feasible || outcome.plan.stages == plan.stages) return;
+      const double sps = simulate(outcome.plan, cost).samples_per_second;
+      if (sps < kBetterPlanGain * current) return;
+      toGui([this, better = std::move(outcome.plan), cluster, sps, current, generation] {
+        if (generation == shown_generation_) Q_EMIT betterPlanFound(better, cluster, sps, current);
+      });
+    } catch (const std::exception&) {
+      // Advice only: without a plan there is nothing to offer.
+    }
+  });
+}
 
 control::RunEvents TrainingController::runEvents() {
   Deployment& d = *deployment_;
   control::RunEvents events;
   events.on_step = [this, &d](const control::StepResult& s) {
-    toGui([this, s, predicted = d.run->predictedSamplesPerSecond(), seconds = secondsSince(d.run_started)] {
+    if (!d.calibrated && s.step >= d.calibrate_at) calibrate(d);
+    toGui([this, s, predicted = d.predicted, seconds = secondsSince(d.run_started)] {
       current_step_ = s.step;
       Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
     });
   };
   events.on_log = [this](const std::string& worker, const std::string& text) {
-    toGui([this, worker = QString::fromStdString(worker), text = QString::fromStdString(text)] {
+    toGui([this, worker = QString::fromStdString(worker), text = workerLine(QString::fromStdString(text))] {
       Q_EMIT logMessage(worker, QtInfoMsg, text);
     });
   };

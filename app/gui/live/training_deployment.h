@@ -12,6 +12,10 @@ namespace stagecraft::gui {
 
 using Clock = std::chrono::steady_clock;
 
+/// Steps into a deployment after which the console re-prices it with the speeds training
+/// measured (as `stagecraft-cli run --calibrate-after`'s default).
+inline constexpr std::int64_t kCalibrateAfterSteps = 3;
+
 inline double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// One deployed job, owned by the controller's thread.
@@ -19,6 +23,11 @@ struct TrainingController::Deployment {
   std::unique_ptr<control::TrainingRun> run;
   std::uint64_t generation = 0;
   Clock::time_point run_started{};
+  /// The deployed plan's prediction the charts show: the run's, then calibrated from
+  /// training once calibrate_at is reached.
+  double predicted = 0;
+  std::int64_t calibrate_at = 0;
+  bool calibrated = false;
 };
 
 }  // namespace stagecraft::gui

@@ -6,10 +6,12 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QPixmap>
+#include <QTimer>
 #include <algorithm>
 #include <set>
 
 #include "control/net.h"
+#include "editor/display_units.h"
 #include "io/error.h"
 #include "live/device_monitor.h"
 #include "models/mime_types.h"
@@ -22,6 +24,8 @@ namespace {
 
 /// Bandwidth assumed for a worker known only by Describe or a beacon (they do not say).
 constexpr double kDefaultBandwidthMbps = 1000;
+constexpr std::chrono::milliseconds kFreshFor{4000};  // how long a discovered row stays highlighted
+constexpr double kMiB = 1024.0 * 1024.0;  // a cluster file's memory_mb counts MiB, as the cost model does
 
 /// An amber warning triangle: the worker answers every caller.
 QIcon insecureIcon() {
@@ -97,6 +101,15 @@ QString DeviceModel::statusText(DeviceStatus status) const {
   return tr("unknown");
 }
 
+QString DeviceModel::statusText(const Row& row) const {
+  // What the worker does, not just that it holds a job: one whose job waits is idle.
+  if (row.status == DeviceStatus::Busy) {
+    return row.worker_state == QLatin1String("training") ? tr("training") : tr("idle, job deployed");
+  }
+  if (row.status == DeviceStatus::Unknown && row.stopped) return tr("stopped");
+  return statusText(row.status);
+}
+
 QString DeviceModel::tooltip(const Row& row) const {
   const QString text = statusTooltip(row);
   if (!row.insecure || row.status == DeviceStatus::Lost) return text;
@@ -123,6 +136,7 @@ QString DeviceModel::statusTooltip(const Row& row) const {
     case DeviceStatus::Unknown: break;
   }
   if (address.isEmpty()) return tr("Device %1 has no worker address.").arg(name);
+  if (row.stopped) return tr("The worker of %1 at %2 was stopped from this console.").arg(name, address);
   if (!row.error.isEmpty()) return tr("The worker of %1 has not answered: %2").arg(name, row.error);
   return tr("The worker of %1 at %2 has not been asked yet.").arg(name, address);
 }
@@ -141,6 +155,9 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
       }
       if (index.column() == NameColumn && row.insecure) return insecureIcon();
       return {};
+    case Qt::BackgroundRole:
+      if (row.fresh) return QColor(0xfd, 0xf3, 0xc4);
+      return {};
     case Qt::ForegroundRole:
       // A lost device reads red across the row: the status column may be scrolled away.
       if (row.status == DeviceStatus::Lost) return QColor(0xc6, 0x28, 0x28);
@@ -155,12 +172,11 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
   }
   switch (index.column()) {
     case NameColumn: return QString::fromStdString(row.device.name);
-    case TierColumn:
-      return row.device.tier == Tier::Invalid ? QString() : QString::fromUtf8(tierName(row.device.tier).data());
+    case TierColumn: return row.device.tier == Tier::Invalid ? QString() : tierLabel(row.device.tier);
     case SpeedColumn: return QString::number(speedOf(row), 'f', 1);
-    case MemoryColumn: return QString::number(row.device.memory_mb, 'f', 0);
+    case MemoryColumn: return row.device.memory_mb > 0 ? formatBytes(row.device.memory_mb * kMiB) : QString();
     case AddressColumn: return QString::fromStdString(row.device.address);
-    case StatusColumn: return statusText(row.status);
+    case StatusColumn: return statusText(row);
     case StageColumn: return row.stage >= 0 ? QString::number(row.stage) : QString();
     default: return {};
   }
@@ -172,7 +188,7 @@ QVariant DeviceModel::headerData(int section, Qt::Orientation orientation, int r
     case NameColumn: return tr("Device");
     case TierColumn: return tr("Tier");
     case SpeedColumn: return tr("GFLOP/s");
-    case MemoryColumn: return tr("Memory (MB)");
+    case MemoryColumn: return tr("Memory");
     case AddressColumn: return tr("Address");
     case StatusColumn: return tr("Status");
     case StageColumn: return tr("Stage");
@@ -296,6 +312,7 @@ int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info)
   } else {
     Row& row = rows_[static_cast<size_t>(at)];
     row.device.address = addr;
+    row.stopped = false;
     applyInfo(row, info);
     emitRowChanged(at);
   }
@@ -317,7 +334,22 @@ int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
   info.set_memory_mb(beacon.memory_mb());
   info.set_measured_gflops(beacon.measured_gflops());
   info.set_insecure(beacon.insecure());
-  return mergeWorker(QString::fromStdString(beacon.address()), info);
+  const int before = rowCount();
+  const int at = mergeWorker(QString::fromStdString(beacon.address()), info);
+  if (rowCount() > before) {
+    // New here: highlighted for a moment, so the eye finds it in the list.
+    const QString name = nameAt(at);
+    rows_[static_cast<size_t>(at)].fresh = true;
+    emitRowChanged(at);
+    QTimer::singleShot(kFreshFor, this, [this, name] {
+      const int row = rowOf(name);
+      if (row < 0 || !rows_[static_cast<size_t>(row)].fresh) return;
+      rows_[static_cast<size_t>(row)].fresh = false;
+      emitRowChanged(row);
+    });
+    Q_EMIT deviceDiscovered(name, QString::fromStdString(beacon.address()));
+  }
+  return at;
 }
 
 void DeviceModel::clear() {
@@ -346,6 +378,48 @@ void DeviceModel::setMeasuredGflops(const QString& name, double gflops) {
   emitRowChanged(at);
 }
 
+v1::Device DeviceModel::toProto(const Row& row) const {
+  v1::Device d;
+  d.set_name(row.device.name);
+  d.set_tier(std::string(tierName(row.device.tier == Tier::Invalid ? Tier::Edge : row.device.tier)));
+  d.set_gflops(speedOf(row));
+  d.set_memory_mb(row.device.memory_mb);
+  d.set_bandwidth_mbps(row.device.bandwidth_mbps > 0 ? row.device.bandwidth_mbps : kDefaultBandwidthMbps);
+  d.set_address(row.device.address);
+  return d;
+}
+
+std::optional<v1::Device> DeviceModel::plannableDevice(const QString& name) const {
+  const int at = rowOf(name);
+  if (at < 0) return std::nullopt;
+  const Row& row = rows_[static_cast<size_t>(at)];
+  // Planning needs a speed and a memory, and a worker that answers to train on.
+  if (speedOf(row) <= 0 || row.device.memory_mb <= 0 || row.device.address.empty()) return std::nullopt;
+  if (row.status != DeviceStatus::Reachable && row.status != DeviceStatus::Busy) return std::nullopt;
+  return toProto(row);
+}
+
+QStringList DeviceModel::lostDevices() const {
+  QStringList names;
+  for (const Row& row : rows_) {
+    if (row.status == DeviceStatus::Lost) names << QString::fromStdString(row.device.name);
+  }
+  return names;
+}
+
+void DeviceModel::markStopped(const QStringList& names) {
+  for (const QString& name : names) {
+    const int at = rowOf(name);
+    if (at < 0) continue;
+    Row& row = rows_[static_cast<size_t>(at)];
+    row.stopped = true;
+    row.misses = 0;
+    row.error.clear();
+    emitRowChanged(at);
+    setStatus(at, DeviceStatus::Unknown);
+  }
+}
+
 Cluster DeviceModel::cluster() const {
   if (rows_.empty()) throw Error("no devices to plan for: open a cluster or add workers first");
   v1::Cluster proto = file_;
@@ -354,13 +428,7 @@ Cluster DeviceModel::cluster() const {
   proto.clear_links();
   std::set<std::string> names;
   for (const Row& row : rows_) {
-    auto* d = proto.add_devices();
-    d->set_name(row.device.name);
-    d->set_tier(std::string(tierName(row.device.tier == Tier::Invalid ? Tier::Edge : row.device.tier)));
-    d->set_gflops(speedOf(row));
-    d->set_memory_mb(row.device.memory_mb);
-    d->set_bandwidth_mbps(row.device.bandwidth_mbps > 0 ? row.device.bandwidth_mbps : kDefaultBandwidthMbps);
-    d->set_address(row.device.address);
+    *proto.add_devices() = toProto(row);
     names.insert(row.device.name);
   }
   for (const v1::Link& link : file_.links()) {
@@ -459,6 +527,7 @@ void DeviceModel::onProbed(const std::vector<control::WorkerProbe>& probes) {
     Row& row = rows_[static_cast<size_t>(at)];
     if (probe.reachable) {
       applyInfo(row, probe.info);
+      row.stopped = false;
       const bool busy = probe.info.state() == "deployed" || probe.info.state() == "training";
       emitRowChanged(at);
       setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);

@@ -85,6 +85,14 @@ class DeviceModel : public QAbstractTableModel {
   Cluster cluster() const;
   /// Names of the devices whose workers answer now (reachable or busy), in row order.
   QStringList liveDevices() const;
+  /// Names of the devices whose workers stopped answering (Lost), in row order.
+  QStringList lostDevices() const;
+  /// Device `name` as a cluster file's entry, when it can be planned on now: its speed and
+  /// memory are known and its worker answers. nullopt otherwise.
+  std::optional<v1::Device> plannableDevice(const QString& name) const;
+  /// The console stopped these devices' workers on purpose: "stopped", not lost (no
+  /// warning, nothing offered), until they answer again.
+  void markStopped(const QStringList& names);
   DeviceStatus status(const QString& name) const;
   /// The training run lost this device: Lost at once, with `reason` as its error, until
   /// it answers a probe again.
@@ -109,6 +117,9 @@ class DeviceModel : public QAbstractTableModel {
   void deviceAdded(const QString& name);
   /// addByAddress() could not: `message` is one sentence naming the address.
   void addFailed(const QString& address, const QString& message);
+  /// A worker heard on the beacon that the list did not have: its new row, highlighted
+  /// for a few seconds.
+  void deviceDiscovered(const QString& name, const QString& address);
   /// A device's status changed.
   void statusChanged(const QString& name, stagecraft::gui::DeviceStatus status);
 
@@ -126,10 +137,14 @@ class DeviceModel : public QAbstractTableModel {
     QString error;
     int cores = 0;
     bool insecure = false;  // started with --insecure
+    bool fresh = false;     // just discovered: highlighted for a moment
+    bool stopped = false;   // stopped from this console (markStopped) and not heard since
   };
 
   double speedOf(const Row& row) const;
   QString statusText(DeviceStatus status) const;
+  QString statusText(const Row& row) const;
+  v1::Device toProto(const Row& row) const;
   QString tooltip(const Row& row) const;
   QString statusTooltip(const Row& row) const;
   void setStatus(int row, DeviceStatus status);

@@ -111,10 +111,19 @@ void MainWindow::createModels() {
     if (!controller_->deployedPlan()) showPredictedTimeline();
     updateActions();
   });
+  connect(session_->undoStack(), &QUndoStack::cleanChanged, this, [this](bool clean) { setWindowModified(!clean); });
   connect(session_, &PlanSession::clusterChanged, this, &MainWindow::updateTitle);
   connect(session_, &PlanSession::modelChanged, this, &MainWindow::updateTitle);
-  connect(session_, &PlanSession::editRefused, this,
-          [this](const QString& reason) { statusBar()->showMessage(reason, 6000); });
+  connect(session_, &PlanSession::modelChanged, this,
+          [this] { training_->setModel(QString::fromStdString(session_->model().name())); });
+  // A refused edit says why where the eye is, until the next edit that is applied.
+  connect(session_, &PlanSession::editRefused, this, [this](const QString& reason) { notice_->showRefusal(reason); });
+  connect(session_, &PlanSession::planChanged, this, [this] { notice_->clearRefusal(); });
+  // Liveness is the device list's: the editor, Auto-plan, Compare and Deploy follow it.
+  session_->setDeviceSource([this](const QString& name) { return devices_->plannableDevice(name); });
+  connect(session_, &PlanSession::deviceJoined, this, [this](const QString& name) {
+    log_->append(tr("console"), LogModel::Level::Info, tr("%1 joins the plan's devices.").arg(name));
+  });
   connect(session_, &PlanSession::autoPlanFinished, this, [this](bool ok, const QString& message) {
     log_->append(tr("planner"), ok ? LogModel::Level::Info : LogModel::Level::Warning, message);
     statusBar()->showMessage(message, 6000);
@@ -132,9 +141,13 @@ void MainWindow::createModels() {
     log_->append(tr("discovery"), LogModel::Level::Info, tr("Device %1 is listed.").arg(name));
   });
   connect(devices_, &DeviceModel::addFailed, this, [this](const QString& address, const QString& message) {
-    log_->append(address, LogModel::Level::Warning, message);
+    showProblem(tr("Cannot add the device at %1: %2").arg(address, message));
+  });
+  connect(devices_, &DeviceModel::deviceDiscovered, this, [this](const QString& name, const QString& address) {
+    log_->append(tr("discovery"), LogModel::Level::Info, tr("Discovered %1 at %2.").arg(name, address));
   });
   connect(devices_, &DeviceModel::statusChanged, this, [this](const QString& name, DeviceStatus status) {
+    session_->setUnavailableDevices(devices_->lostDevices());
     if (status == DeviceStatus::Lost) {
       log_->append(name, LogModel::Level::Warning, tr("Device %1 stopped answering.").arg(name));
       if (!lost_devices_.contains(name)) lost_devices_ << name;
@@ -355,7 +368,14 @@ void MainWindow::createMenus() {
 
   QMenu* cluster = menuBar()->addMenu(tr("&Cluster"));
   cluster->addAction(start_local_);
-  cluster->addAction(tr("Stop Local Cluster"), this, [this] { controller_->stopLocalCluster(); });
+  cluster->addAction(tr("Stop Local Cluster"), this, [this] {
+    const auto local = controller_->localCluster();
+    if (!controller_->stopLocalCluster() || !local) return;
+    // Stopped on purpose: not lost, nothing to offer when they are gone.
+    QStringList names;
+    for (const Device& device : local->devices()) names << QString::fromStdString(device.name);
+    devices_->markStopped(names);
+  });
   cluster->addAction(add_device_);
 
   QMenu* plan = menuBar()->addMenu(tr("&Plan"));
@@ -446,6 +466,7 @@ void MainWindow::savePlanAs() {
     return;
   }
   plan_path_ = path;
+  session_->undoStack()->setClean();
   addRecent(kRecentPlans, path);
   statusBar()->showMessage(tr("Saved %1").arg(path), 4000);
 }
@@ -457,7 +478,8 @@ void MainWindow::addDeviceByAddress() {
   if (!ok || address.trimmed().isEmpty()) return;
   QString error;
   if (!devices_->addByAddress(address.trimmed(), &error) && !error.isEmpty()) {
-    showError(tr("Cannot add the device"), error);
+    // As an address that does not answer: a problem to fix, not a modal to dismiss.
+    showProblem(tr("Cannot add the device at %1: %2").arg(address.trimmed(), error));
   }
 }
 
@@ -501,7 +523,14 @@ void MainWindow::updateTitle() {
     setWindowTitle(tr("Stagecraft"));
     return;
   }
-  setWindowTitle(tr("%1 on %2").arg(fromStd(session_->model().name()), fromStd(session_->cluster().name())));
+  // [*]: Qt marks a plan with unsaved edits there.
+  setWindowTitle(tr("%1 on %2").arg(fromStd(session_->model().name()), fromStd(session_->cluster().name())) +
+                 QStringLiteral("[*]"));
+}
+
+void MainWindow::showProblem(const QString& message) {
+  log_->append(tr("console"), LogModel::Level::Warning, message);
+  notice_->showRefusal(message);
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
@@ -545,8 +574,25 @@ void MainWindow::saveLayout() const {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!confirmUnsavedPlan()) {
+    event->ignore();
+    return;
+  }
   saveLayout();
   QMainWindow::closeEvent(event);
+}
+
+bool MainWindow::confirmUnsavedPlan() {
+  if (!session_->hasDocument() || session_->undoStack()->isClean()) return true;
+  const auto answer = QMessageBox::question(
+      this, tr("Unsaved plan"), tr("The plan has edits that are not saved. Save them before quitting?"),
+      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  if (answer == QMessageBox::Cancel) return false;
+  if (answer == QMessageBox::Save) {
+    savePlanAs();
+    return session_->undoStack()->isClean();  // the save dialog was not cancelled
+  }
+  return true;
 }
 
 }  // namespace stagecraft::gui

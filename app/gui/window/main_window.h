@@ -2,6 +2,7 @@
 
 #include <QMainWindow>
 #include <QStringList>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -62,6 +63,7 @@ class MainWindow : public QMainWindow {
   PlanSession* session() const { return session_; }
   TrainingController* controller() const { return controller_; }
   LiveCharts* charts() const { return charts_; }
+  DeviceModel* devices() const { return devices_; }
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -94,6 +96,14 @@ class MainWindow : public QMainWindow {
   /// A device that answers again (or was started) while training and is not in the running
   /// plan: offered for a re-plan in the notice banner.
   void offerJoin(const QString& name);
+  /// The editor shows the plan the run trains (so what training measures is its figure).
+  bool showsDeployedPlan() const;
+  static QString durationText(double seconds);
+  /// A problem the user can fix (a refused address, a refused edit): the log and the notice
+  /// banner, no modal.
+  void showProblem(const QString& message);
+  /// Before quitting: false when the user keeps the window to save plan edits.
+  bool confirmUnsavedPlan();
 
   void addRecent(const QString& key, const QString& path);
   void rebuildRecentMenu();
@@ -132,6 +142,12 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QList<QDockWidget*> docks_;
   QStringList lost_devices_;  ///< lost while training; offered again when they answer
+  struct RecentStep {
+    qint64 step = 0;
+    double seconds = 0;
+    double samples_per_second = 0;
+  };
+  std::deque<RecentStep> recent_steps_;  ///< the last steps of the deployment, for rates
 
   // Actions.
   QAction* open_cluster_ = nullptr;

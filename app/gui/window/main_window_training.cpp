@@ -6,11 +6,14 @@
 #include <QProgressBar>
 #include <QSettings>
 #include <QStatusBar>
+#include <algorithm>
+#include <cmath>
 
 #include "control/assignments.h"
 #include "control/cluster_token.h"
 #include "editor/plan_session.h"
 #include "editor/display_units.h"
+#include "editor/plan_summary.h"
 #include "live/beacon_discovery.h"
 #include "live/chart_feed.h"
 #include "live/live_charts.h"
@@ -48,6 +51,8 @@ void MainWindow::connectController() {
   chart_feed_ = new ChartFeed(controller_, charts_, this);
   connect(controller_, &TrainingController::stateChanged, this, [this](TrainingState state) {
     state_label_->setText(TrainingController::stateText(state));
+    // Until the first step is measured, the timeline shows the plan's prediction.
+    if (state == TrainingState::Deployed) showPredictedTimeline();
     if (settledState(state)) progress_->setVisible(false);
     updateActions();
   });
@@ -66,13 +71,34 @@ void MainWindow::connectController() {
                  tr("%n local worker(s) run on this machine.", nullptr, cluster.size()));
   });
   connect(controller_, &TrainingController::stepCompleted, this,
-          [this](qint64 step, double loss, double measured, double /*predicted*/, double /*seconds*/) {
-            statusBar()->showMessage(tr("Step %1 of %2: loss %3, %4 samples/s")
-                                         .arg(step)
-                                         .arg(controller_->targetStep())
-                                         .arg(loss, 0, 'f', 4)
-                                         .arg(measured, 0, 'f', 1));
+          [this](qint64 step, double loss, double measured, double /*predicted*/, double seconds) {
+            recent_steps_.push_back({step, seconds, measured});
+            while (recent_steps_.size() > 6) recent_steps_.pop_front();
+            // Over the last steps: samples/s for the header, steps/s and the time left here.
+            double sps = 0;
+            for (const RecentStep& r : recent_steps_) sps += r.samples_per_second;
+            sps /= static_cast<double>(recent_steps_.size());
+            summary_->setMeasured(showsDeployedPlan() ? sps : 0);
+            QString text = tr("Step %1 of %2: loss %3, %4 samples/s")
+                               .arg(step)
+                               .arg(controller_->targetStep())
+                               .arg(loss, 0, 'f', 4)
+                               .arg(measured, 0, 'f', 1);
+            const RecentStep& first = recent_steps_.front();
+            const double span = seconds - first.seconds;
+            if (recent_steps_.size() >= 2 && span > 0 && step > first.step) {
+              const double steps_per_s = static_cast<double>(step - first.step) / span;
+              const double left = static_cast<double>(std::max<qint64>(controller_->targetStep() - step, 0)) / steps_per_s;
+              text += tr(", %1 steps/s, %2 left").arg(steps_per_s, 0, 'f', 2).arg(durationText(left));
+            }
+            statusBar()->showMessage(text);
           });
+  connect(controller_, &TrainingController::predictionChanged, this, [this] {
+    // One prediction everywhere: the editor prices with what the deployed run prices with.
+    recent_steps_.clear();
+    summary_->setMeasured(0);
+    session_->setCostBasis(controller_->costBasis());
+  });
   connect(controller_, &TrainingController::logMessage, this,
           [this](const QString& source, QtMsgType level, const QString& text) {
             log_->append(source, levelOf(level), text);
@@ -87,9 +113,9 @@ void MainWindow::connectController() {
   });
   connect(controller_, &TrainingController::replanProposed, this,
           [this](const Plan& current, const Plan& proposed, double current_sps, double proposed_sps,
-                 const Cluster& calibrated, const Cluster& current_cluster) {
+                 const Cluster& calibrated, const Cluster& current_cluster, const CostBasis& basis) {
             ReplanDialog dialog(session_->model(), current_cluster, current, calibrated, proposed, current_sps,
-                                proposed_sps, this);
+                                proposed_sps, basis, this);
             if (dialog.exec() != QDialog::Accepted) return;
             controller_->applyReplan(proposed, calibrated);
           });
@@ -125,6 +151,15 @@ void MainWindow::connectController() {
                                   tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
             }
           });
+  connect(controller_, &TrainingController::betterPlanFound, this,
+          [this](const Plan& plan, const Cluster& cluster, double predicted, double current) {
+            notice_->showNotice(tr("Calibrated from training, another plan is predicted %1 samples/s against the "
+                                   "running plan's %2 (%3x).")
+                                    .arg(predicted, 0, 'f', 1)
+                                    .arg(current, 0, 'f', 1)
+                                    .arg(predicted / current, 0, 'f', 2),
+                                tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
+          });
   connect(controller_, &TrainingController::promiseMissed, this,
           [this](qint64 from_step, qint64, double promised, double measured, double before, const Plan& previous,
                  const Cluster& previous_cluster) {
@@ -157,6 +192,21 @@ void MainWindow::connectController() {
           });
 
   devices_->setMonitoring(true);
+}
+
+bool MainWindow::showsDeployedPlan() const {
+  const auto deployed = controller_->deployedPlan();
+  if (!deployed || !session_->hasDocument()) return false;
+  const Plan& shown = session_->plan();
+  return shown.stages == deployed->stages && shown.microbatches == deployed->microbatches &&
+         shown.batch_size == deployed->batch_size;
+}
+
+QString MainWindow::durationText(double seconds) {
+  const qint64 s = std::llround(std::max(0.0, seconds));
+  if (s < 60) return tr("%1 s").arg(s);
+  if (s < 3600) return tr("%1 min %2 s").arg(s / 60).arg(s % 60);
+  return tr("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
 }
 
 void MainWindow::offerJoin(const QString& name) {

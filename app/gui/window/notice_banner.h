@@ -21,12 +21,18 @@ class NoticeBanner : public QFrame {
   /// notice (no button when `action_text` is empty). A notice without an action does not
   /// replace a shown one that offers one (the log keeps it): returns whether it is shown.
   bool showNotice(const QString& text, const QString& action_text = {}, std::function<void()> action = {});
+  /// A refused edit or input, in red above the notice (which it leaves alone), until
+  /// clearRefusal() (the next edit that is applied) or dismiss().
+  void showRefusal(const QString& text);
+  void clearRefusal();
+  QString refusalText() const;
   void dismiss();
   QString text() const;
   QPushButton* actionButton() const { return action_; }
 
  private:
   QLabel* label_ = nullptr;
+  QLabel* refusal_ = nullptr;
   QPushButton* action_ = nullptr;
   QPushButton* close_ = nullptr;
   std::function<void()> on_action_;

@@ -3,6 +3,7 @@
 #include <QDialog>
 
 #include "cluster/cluster.h"
+#include "cost/cost_basis.h"
 #include "model/model_spec.h"
 #include "plan/plan.h"
 
@@ -18,7 +19,7 @@ class ReplanDialog : public QDialog {
  public:
   ReplanDialog(const ModelSpec& model, const Cluster& current_cluster, const Plan& current, const Cluster& calibrated,
                const Plan& proposed, double current_samples_per_second, double proposed_samples_per_second,
-               QWidget* parent = nullptr);
+               const CostBasis& basis, QWidget* parent = nullptr);
 
   PlanCompareView* view() const { return view_; }
 

@@ -8,6 +8,8 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include "control/assignments.h"
+
 namespace stagecraft::gui {
 
 namespace {
@@ -91,10 +93,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
 
   restore();
   update_data_fields();
-  // An optimizer's usual rate when the user switches.
+  // The model's and optimizer's default rate when the user switches, unless they chose one.
   connect(optimizer_, &QComboBox::currentIndexChanged, this, [this] {
-    lr_->setValue(optimizer() == Optimizer::Adam ? 0.001 : 0.02);
+    lr_->setValue(control::defaultLearningRate(model_.toStdString(), optimizer()));
+    lr_is_default_ = true;
   });
+  connect(lr_, &QDoubleSpinBox::valueChanged, this, [this] { lr_is_default_ = false; });
   for (QSpinBox* box : {batch_, microbatches_}) {
     connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::requestChanged);
   }
@@ -154,6 +158,7 @@ void TrainingPanel::save() const {
   settings.setValue(QStringLiteral("schedule"), schedule_->currentData());
   settings.setValue(QStringLiteral("optimizer"), optimizer_->currentData());
   settings.setValue(QStringLiteral("lr"), lr_->value());
+  settings.setValue(QStringLiteral("lrIsDefault"), lr_is_default_);
   settings.setValue(QStringLiteral("steps"), steps_->value());
   settings.setValue(QStringLiteral("data"), data_->currentData());
   settings.setValue(QStringLiteral("data_path"), data_path_->text());
@@ -175,6 +180,7 @@ void TrainingPanel::restore() {
   select(schedule_, settings.value(QStringLiteral("schedule"), QStringLiteral("1f1b")));
   select(optimizer_, settings.value(QStringLiteral("optimizer"), QStringLiteral("sgd")));
   lr_->setValue(settings.value(QStringLiteral("lr"), 0.02).toDouble());
+  lr_is_default_ = settings.value(QStringLiteral("lrIsDefault"), true).toBool();
   steps_->setValue(settings.value(QStringLiteral("steps"), 200).toInt());
   select(data_, settings.value(QStringLiteral("data"), QStringLiteral("synthetic")));
   data_path_->setText(settings.value(QStringLiteral("data_path")).toString());
@@ -186,6 +192,13 @@ void TrainingPanel::restore() {
 void TrainingPanel::setLearningRate(double lr) {
   lr_->setValue(lr);
   save();
+}
+
+void TrainingPanel::setModel(const QString& model) {
+  model_ = model;
+  if (!lr_is_default_) return;
+  lr_->setValue(control::defaultLearningRate(model.toStdString(), optimizer()));
+  lr_is_default_ = true;
 }
 
 }  // namespace stagecraft::gui

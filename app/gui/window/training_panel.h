@@ -35,6 +35,9 @@ class TrainingPanel : public QWidget {
 
   void setPlanner(const QString& name);
   void setLearningRate(double lr);
+  /// The model trained: its optimizer's default learning rate (control::defaultLearningRate)
+  /// when the user has not set one of their own.
+  void setModel(const QString& model);
   void setRequest(const PlanRequest& request);
 
  Q_SIGNALS:
@@ -51,6 +54,8 @@ class TrainingPanel : public QWidget {
   QComboBox* schedule_ = nullptr;
   QComboBox* optimizer_ = nullptr;
   QDoubleSpinBox* lr_ = nullptr;
+  QString model_;
+  bool lr_is_default_ = true;  // the rate shown is the default for the model and optimizer
   QSpinBox* steps_ = nullptr;
   QComboBox* data_ = nullptr;
   QLineEdit* data_path_ = nullptr;
