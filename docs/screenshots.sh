@@ -5,6 +5,8 @@
 #
 #   docs/screenshots.sh [LANG] [OUT.png] [replan]   e.g. docs/screenshots.sh zh_CN docs/console-zh_CN.png
 #
+# STAGECRAFT_SHOT_SIZE sets the screen (default 1600x1000; a laptop's is 1366x768).
+#
 # With `replan` it then presses Ctrl+R (re-plan now) and captures the proposal dialog too,
 # as OUT with -replan before the extension.
 #
@@ -54,6 +56,6 @@ fi
 config=$(mktemp -d)
 trap 'rm -rf "$config"' EXIT
 export config
-STAGECRAFT_SHOT_INNER=1 xvfb-run -a -s "-screen 0 1600x1000x24" "$0" "$lang" "$out" "$mode"
+STAGECRAFT_SHOT_INNER=1 xvfb-run -a -s "-screen 0 ${STAGECRAFT_SHOT_SIZE:-1600x1000}x24" "$0" "$lang" "$out" "$mode"
 "$build/app/cli/stagecraft-cli" cluster down --cluster jetson-edge >/dev/null 2>&1 || true
 echo "wrote $out"

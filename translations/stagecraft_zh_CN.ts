@@ -446,44 +446,35 @@
 <context>
     <name>stagecraft::gui::DeviceChart</name>
     <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="50"/>
-        <source>%1 / %2 GB</source>
-        <translation>%1 / %2 GB</translation>
+        <location filename="../app/gui/live/device_chart.cpp" line="51"/>
+        <source>%1 / %2</source>
+        <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="52"/>
-        <source>%1 / %2 MB</source>
-        <translation>%1 / %2 MB</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="60"/>
+        <location filename="../app/gui/live/device_chart.cpp" line="59"/>
         <source>Utilisation</source>
         <translation>利用率</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="61"/>
+        <location filename="../app/gui/live/device_chart.cpp" line="60"/>
         <source>Memory</source>
         <translation>内存</translation>
     </message>
     <message>
+        <location filename="../app/gui/live/device_chart.cpp" line="87"/>
+        <source>Busy (%)</source>
+        <translation>忙碌 (%)</translation>
+    </message>
+    <message>
         <location filename="../app/gui/live/device_chart.cpp" line="88"/>
-        <source>Compute busy (%)</source>
-        <translation>计算忙碌 (%)</translation>
+        <source>Memory (% of limit)</source>
+        <translation>内存 (占上限 %)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="89"/>
-        <source>Memory used (% of limit)</source>
-        <translation>已用内存（占上限的 %）</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="215"/>
+        <location filename="../app/gui/live/device_chart.cpp" line="214"/>
+        <location filename="../app/gui/live/device_chart.cpp" line="224"/>
         <source>%1 %</source>
         <translation>%1 %</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/live/device_chart.cpp" line="223"/>
-        <source>%1 MB</source>
-        <translation>%1 MB</translation>
     </message>
 </context>
 <context>
@@ -815,7 +806,7 @@
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="107"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="109"/>
         <source>Logarithmic Scale</source>
         <translation>对数坐标</translation>
     </message>
@@ -823,399 +814,399 @@
 <context>
     <name>stagecraft::gui::MainWindow</name>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="128"/>
+        <location filename="../app/gui/window/main_window.cpp" line="129"/>
         <source>planner</source>
         <translation>规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="134"/>
+        <location filename="../app/gui/window/main_window.cpp" line="135"/>
         <source>Planning…</source>
         <translation>正在规划…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="141"/>
-        <location filename="../app/gui/window/main_window.cpp" line="147"/>
+        <location filename="../app/gui/window/main_window.cpp" line="142"/>
+        <location filename="../app/gui/window/main_window.cpp" line="148"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="226"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="141"/>
+        <location filename="../app/gui/window/main_window.cpp" line="142"/>
         <source>Device %1 is listed.</source>
         <translation>已列出设备 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="144"/>
-        <location filename="../app/gui/window/main_window.cpp" line="482"/>
+        <location filename="../app/gui/window/main_window.cpp" line="145"/>
+        <location filename="../app/gui/window/main_window.cpp" line="483"/>
         <source>Cannot add the device at %1: %2</source>
         <translation>无法添加位于 %1 的设备：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="147"/>
+        <location filename="../app/gui/window/main_window.cpp" line="148"/>
         <source>Discovered %1 at %2.</source>
         <translation>发现了位于 %2 的 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="152"/>
+        <location filename="../app/gui/window/main_window.cpp" line="153"/>
         <source>Device %1 stopped answering.</source>
         <translation>设备 %1 已停止响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="155"/>
+        <location filename="../app/gui/window/main_window.cpp" line="156"/>
         <source>Device %1 answers again.</source>
         <translation>设备 %1 重新应答。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="225"/>
+        <location filename="../app/gui/window/main_window.cpp" line="226"/>
         <source>Plan over these devices</source>
         <translation>基于这些设备进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="226"/>
+        <location filename="../app/gui/window/main_window.cpp" line="227"/>
         <source>Plan over the devices listed here, including discovered and added ones.</source>
         <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="234"/>
+        <location filename="../app/gui/window/main_window.cpp" line="235"/>
         <source>Devices</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="242"/>
+        <location filename="../app/gui/window/main_window.cpp" line="243"/>
         <source>A model from the built-in zoo.</source>
         <translation>内置模型库中的模型。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="250"/>
+        <location filename="../app/gui/window/main_window.cpp" line="251"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="264"/>
+        <location filename="../app/gui/window/main_window.cpp" line="265"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="109"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="270"/>
+        <location filename="../app/gui/window/main_window.cpp" line="271"/>
         <source>Stages</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="277"/>
+        <location filename="../app/gui/window/main_window.cpp" line="278"/>
         <source>Use the %1 plan</source>
         <translation>使用 %1 的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="279"/>
+        <location filename="../app/gui/window/main_window.cpp" line="280"/>
         <source>Double-click a planner to edit its plan.</source>
         <translation>双击规划器以编辑其方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="280"/>
+        <location filename="../app/gui/window/main_window.cpp" line="281"/>
         <source>Compare planners</source>
         <translation>比较规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="286"/>
+        <location filename="../app/gui/window/main_window.cpp" line="287"/>
         <source>Log</source>
         <translation>日志</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="295"/>
+        <location filename="../app/gui/window/main_window.cpp" line="296"/>
         <source>%1 (%2)</source>
         <translation>%1 (%2)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="299"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>Open &amp;Cluster…</source>
         <translation>打开集群(&amp;C)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="299"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>Open a cluster file</source>
         <translation>打开集群文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="301"/>
         <source>Open cluster</source>
         <translation>打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window.cpp" line="302"/>
         <source>Cluster files (*.json);;All files (*)</source>
         <translation>集群文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="309"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="309"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="311"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="311"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="311"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="313"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="313"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="316"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="318"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="323"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="323"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="323"/>
+        <location filename="../app/gui/window/main_window.cpp" line="324"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="325"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="325"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="325"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="327"/>
+        <location filename="../app/gui/window/main_window.cpp" line="328"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="327"/>
+        <location filename="../app/gui/window/main_window.cpp" line="328"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="327"/>
+        <location filename="../app/gui/window/main_window.cpp" line="328"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="334"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="334"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="334"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="336"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="336"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="336"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="337"/>
+        <location filename="../app/gui/window/main_window.cpp" line="338"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="337"/>
+        <location filename="../app/gui/window/main_window.cpp" line="338"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="337"/>
+        <location filename="../app/gui/window/main_window.cpp" line="338"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="339"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="339"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="341"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="342"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="353"/>
+        <location filename="../app/gui/window/main_window.cpp" line="354"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="356"/>
+        <location filename="../app/gui/window/main_window.cpp" line="357"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="363"/>
+        <location filename="../app/gui/window/main_window.cpp" line="364"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="367"/>
+        <location filename="../app/gui/window/main_window.cpp" line="368"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="369"/>
+        <location filename="../app/gui/window/main_window.cpp" line="370"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="371"/>
+        <location filename="../app/gui/window/main_window.cpp" line="372"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="381"/>
+        <location filename="../app/gui/window/main_window.cpp" line="382"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="385"/>
+        <location filename="../app/gui/window/main_window.cpp" line="386"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="390"/>
+        <location filename="../app/gui/window/main_window.cpp" line="391"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="393"/>
+        <location filename="../app/gui/window/main_window.cpp" line="394"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="394"/>
+        <location filename="../app/gui/window/main_window.cpp" line="395"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="395"/>
+        <location filename="../app/gui/window/main_window.cpp" line="396"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="588"/>
+        <location filename="../app/gui/window/main_window.cpp" line="600"/>
         <source>Unsaved plan</source>
         <translation>方案未保存</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="588"/>
+        <location filename="../app/gui/window/main_window.cpp" line="600"/>
         <source>The plan has edits that are not saved. Save them before quitting?</source>
         <translation>方案有尚未保存的修改。退出前要保存吗？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="125"/>
-        <location filename="../app/gui/window/main_window.cpp" line="425"/>
-        <location filename="../app/gui/window/main_window.cpp" line="532"/>
-        <location filename="../app/gui/window/main_window.cpp" line="537"/>
+        <location filename="../app/gui/window/main_window.cpp" line="126"/>
+        <location filename="../app/gui/window/main_window.cpp" line="426"/>
+        <location filename="../app/gui/window/main_window.cpp" line="533"/>
+        <location filename="../app/gui/window/main_window.cpp" line="538"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="70"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="240"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
@@ -1223,87 +1214,87 @@
         <translation>控制台</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="125"/>
+        <location filename="../app/gui/window/main_window.cpp" line="126"/>
         <source>%1 joins the plan&apos;s devices.</source>
         <translation>%1 已加入方案的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="425"/>
+        <location filename="../app/gui/window/main_window.cpp" line="426"/>
         <source>Opened cluster %1.</source>
         <translation>已打开集群 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="429"/>
+        <location filename="../app/gui/window/main_window.cpp" line="430"/>
         <source>Cannot open the cluster</source>
         <translation>无法打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="441"/>
+        <location filename="../app/gui/window/main_window.cpp" line="442"/>
         <source>Cannot load the model</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <location filename="../app/gui/window/main_window.cpp" line="449"/>
         <source>Cannot open the plan</source>
         <translation>无法打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="459"/>
+        <location filename="../app/gui/window/main_window.cpp" line="460"/>
         <source>Save plan</source>
         <translation>保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="460"/>
+        <location filename="../app/gui/window/main_window.cpp" line="461"/>
         <source>Plan files (*.json)</source>
         <translation>方案文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="465"/>
+        <location filename="../app/gui/window/main_window.cpp" line="466"/>
         <source>Cannot save the plan</source>
         <translation>无法保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="471"/>
+        <location filename="../app/gui/window/main_window.cpp" line="472"/>
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="476"/>
+        <location filename="../app/gui/window/main_window.cpp" line="477"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="476"/>
+        <location filename="../app/gui/window/main_window.cpp" line="477"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="487"/>
+        <location filename="../app/gui/window/main_window.cpp" line="488"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="488"/>
+        <location filename="../app/gui/window/main_window.cpp" line="489"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="510"/>
+        <location filename="../app/gui/window/main_window.cpp" line="511"/>
         <source>Cluster: %1</source>
         <translation>集群：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="515"/>
+        <location filename="../app/gui/window/main_window.cpp" line="516"/>
         <source>Plan: %1</source>
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="523"/>
+        <location filename="../app/gui/window/main_window.cpp" line="524"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="527"/>
+        <location filename="../app/gui/window/main_window.cpp" line="528"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
@@ -1466,28 +1457,28 @@
 <context>
     <name>stagecraft::gui::MemoryBars</name>
     <message>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="60"/>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="86"/>
-        <source>%1 of %2</source>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="61"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="92"/>
+        <source>%1 / %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="86"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="91"/>
         <source>unused</source>
         <translation>未使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="103"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="110"/>
         <source>%1 is in no stage.</source>
         <translation>%1 不属于任何阶段。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="105"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="112"/>
         <source>%1 needs %2 in stage %3 but has %4.</source>
         <translation>%1 在阶段 %3 中需要 %2，但只有 %4。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/memory_bars.cpp" line="110"/>
+        <location filename="../app/gui/editor/memory_bars.cpp" line="117"/>
         <source>%1 peaks at %2 of %3 in stage %4.</source>
         <translation>%1 在阶段 %4 中的峰值为 %2（上限 %3）。</translation>
     </message>
@@ -2244,82 +2235,82 @@
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="28"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="31"/>
         <source>Job %1 deployed: stage %2 of %3, layers %4–%5, rank %6 of %7, %8 samples per micro-batch.</source>
         <translation>作业 %1 已部署：阶段 %2 / %3，层 %4–%5，秩 %6 / %7，每微批次 %8 个样本。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="33"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="36"/>
         <source>No coordinator for %1 s: job %2 stopped at step %3 (its lease ran out); ready for a new deployment.</source>
         <translation>%1 秒内没有协调器：作业 %2 已在第 %3 步停止（租约到期）；可以接受新的部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="37"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="40"/>
         <source>Stopped at step %1.</source>
         <translation>已在第 %1 步停止。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="52"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
         <source>Calibration from training skipped: %1</source>
         <translation>已跳过按训练实测的校准：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="61"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="68"/>
         <source>Calibrated from training at step %1: predicted %2 samples/s (was %3).</source>
         <translation>第 %1 步已按训练实测校准：预测 %2 样本/秒（此前为 %3）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="109"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="117"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="111"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="119"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="113"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="121"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="116"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="117"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="125"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="142"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="150"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="149"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="157"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="156"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="164"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="170"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="178"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="184"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="192"/>
         <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="139"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="147"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
@@ -2331,27 +2322,27 @@
         <location filename="../app/gui/live/training_controller.cpp" line="417"/>
         <location filename="../app/gui/live/training_controller.cpp" line="446"/>
         <location filename="../app/gui/live/training_controller.cpp" line="558"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="52"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="60"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="164"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="177"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="132"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="172"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="185"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="198"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="173"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="181"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="174"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="182"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="175"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="183"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>

@@ -16,6 +16,7 @@ Q_LOGGING_CATEGORY(lcMemoryBars, "stagecraft.gui.memorybars")
 namespace {
 constexpr int kRow = 24;
 constexpr int kMargin = 10;
+constexpr int kMinBarWidth = 40;
 }  // namespace
 
 MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent) {}
@@ -57,9 +58,13 @@ void MemoryBars::paintEvent(QPaintEvent*) {
   const QFontMetrics fm = fontMetrics();
   int name_w = 0;
   for (const Device& d : cluster.devices()) name_w = std::max(name_w, fm.horizontalAdvance(QString::fromStdString(d.name)));
-  const int value_w = fm.horizontalAdvance(tr("%1 of %2").arg(formatBytes(999.9 * 1024 * 1024), formatBytes(99.9 * 1024 * 1024 * 1024))) + 8;
+  const int full_w = fm.horizontalAdvance(tr("%1 / %2").arg(formatBytes(999.9 * 1024 * 1024), formatBytes(99.9 * 1024 * 1024 * 1024))) + 8;
+  const int short_w = fm.horizontalAdvance(formatBytes(999.9 * 1024 * 1024)) + 8;
   const int bar_left = kMargin + 14 + name_w + 10;
-  const int bar_w = std::max(width() - bar_left - value_w - kMargin, 40);
+  // A narrow panel shows what each device uses, not its limit (the tooltip has both).
+  const bool full = width() - bar_left - full_w - kMargin >= kMinBarWidth;
+  const int value_w = full ? full_w : short_w;
+  const int bar_w = std::max(width() - bar_left - value_w - kMargin, kMinBarWidth);
   for (int d = 0; d < cluster.size() && d < static_cast<int>(ev.memory_bytes.size()); ++d) {
     const int y = kMargin + d * kRow;
     const bool used = ev.stage_of_device[d] >= 0;
@@ -83,7 +88,9 @@ void MemoryBars::paintEvent(QPaintEvent*) {
       p.drawRoundedRect(fill, 3, 3);
     }
     p.setPen(over ? QColor(0xd3, 0x2f, 0x2f) : (used ? palette().color(QPalette::Text) : QColor(0x8a, 0x8f, 0x98)));
-    const QString value = used ? tr("%1 of %2").arg(formatBytes(ev.memory_bytes[d]), formatBytes(limit)) : tr("unused");
+    const QString value = !used  ? tr("unused")
+                          : full ? tr("%1 / %2").arg(formatBytes(ev.memory_bytes[d]), formatBytes(limit))
+                                 : formatBytes(ev.memory_bytes[d]);
     p.drawText(QRect(bar_left + bar_w + 8, y, value_w, kRow), Qt::AlignVCenter | Qt::AlignLeft, value);
   }
 }

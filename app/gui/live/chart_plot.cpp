@@ -22,7 +22,7 @@ ChartPlot::ChartPlot(QWidget* parent) : QCustomPlot(parent) {
     if (isVisible()) replotIfDirty();
   });
   ChartStyle::apply(this);
-  setMinimumSize(240, 180);
+  setMinimumSize(240, 140);  // four fit a laptop screen (1366x768) beside the editor
 }
 
 ChartPlot::~ChartPlot() = default;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "editor/display_units.h"
 #include "live/chart_style.h"
 
 namespace stagecraft::gui {
@@ -46,10 +47,8 @@ QCPItemStraightLine* makeVerticalLine(QCustomPlot* plot, QCPAxisRect* rect, doub
 }
 
 QString formatMemory(double used_mb, double limit_mb) {
-  if (limit_mb >= 1024) {
-    return DeviceChart::tr("%1 / %2 GB").arg(used_mb / 1024, 0, 'f', 1).arg(limit_mb / 1024, 0, 'f', 1);
-  }
-  return DeviceChart::tr("%1 / %2 MB").arg(used_mb, 0, 'f', 0).arg(limit_mb, 0, 'f', 0);
+  constexpr double kMiB = 1024.0 * 1024.0;  // the workers report MiB
+  return DeviceChart::tr("%1 / %2").arg(formatBytes(used_mb * kMiB), formatBytes(limit_mb * kMiB));
 }
 }  // namespace
 
@@ -85,8 +84,8 @@ DeviceChart::DeviceChart(QWidget* parent) : ChartPlot(parent) {
     names->setSubTicks(false);
     names->setTickLength(0, 0);
   }
-  ChartStyle::setAxisLabel(busy_rect_->axis(QCPAxis::atBottom), tr("Compute busy (%)"));
-  ChartStyle::setAxisLabel(memory_rect_->axis(QCPAxis::atBottom), tr("Memory used (% of limit)"));
+  ChartStyle::setAxisLabel(busy_rect_->axis(QCPAxis::atBottom), tr("Busy (%)"));
+  ChartStyle::setAxisLabel(memory_rect_->axis(QCPAxis::atBottom), tr("Memory (% of limit)"));
   ChartStyle::setAxisLabel(busy_rect_->axis(QCPAxis::atLeft), QString());
   ChartStyle::setAxisLabel(memory_rect_->axis(QCPAxis::atLeft), QString());
   // The names are on the left panel only; the memory panel's rows line up with them.
@@ -220,17 +219,32 @@ void DeviceChart::prepareReplot() {
     const QColor bar = level == 2 ? ChartStyle::overLimitColor() : level == 1 ? ChartStyle::warningColor() : row.color;
     row.memory->setBrush(bar);
     row.memory_label->setText(row.memory_limit_mb > 0 ? formatMemory(row.memory_mb, row.memory_limit_mb)
-                                                      : tr("%1 MB").arg(row.memory_mb, 0, 'f', 0));
-    placeLabel(row.memory_label, percent, i, memory_rect_, bar);
+                                                      : formatBytes(row.memory_mb * 1024.0 * 1024.0));
+    // A narrow panel gets the used share only; the full figure is in the row's tooltip.
+    placeLabel(row.memory_label, percent, i, memory_rect_, bar, tr("%1 %").arg(percent, 0, 'f', 0));
   }
 }
 
-void DeviceChart::placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar) {
-  // Right of a short bar; inside the end of a long one, where it cannot run off the panel.
+void DeviceChart::placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar,
+                             const QString& shorter) {
+  // Right of a short bar; inside the end of a long one, where it cannot run off the panel;
+  // the shorter text (or none) when it fits neither.
   QCPAxis* axis = rect->axis(QCPAxis::atBottom);
   const QFontMetrics metrics(label->font());
+  const double end_px = axis->coordToPixel(value);
+  const auto fits = [&](const QString& text) {
+    const double text_px = metrics.horizontalAdvance(text) + 8;
+    return end_px + text_px <= rect->right() || end_px - rect->left() >= text_px;
+  };
+  if (!fits(label->text())) {
+    if (shorter.isEmpty() || !fits(shorter)) {
+      label->setVisible(false);
+      return;
+    }
+    label->setText(shorter);
+  }
   const double text_px = metrics.horizontalAdvance(label->text()) + 8;
-  const bool inside = axis->coordToPixel(value) + text_px > rect->right();
+  const bool inside = end_px + text_px > rect->right();
   label->position->setCoords(value, row);
   label->setPositionAlignment((inside ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
   label->setPadding(inside ? QMargins(0, 0, 4, 0) : QMargins(4, 0, 0, 0));

@@ -59,7 +59,8 @@ class DeviceChart : public ChartPlot {
   };
 
   void removeRows();
-  static void placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar);
+  static void placeLabel(QCPItemText* label, double value, int row, QCPAxisRect* rect, const QColor& bar,
+                         const QString& shorter = {});
   void layoutAxes();
 
   QCPAxisRect* busy_rect_ = nullptr;

@@ -32,6 +32,8 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   xAxis->setRange(0, 10);
   yAxis->setRange(0, 1);
   legend->setVisible(true);
+  // A falling loss leaves the top right free.
+  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   enableKeyNavigation();
 }
 

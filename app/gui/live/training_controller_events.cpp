@@ -1,6 +1,7 @@
 // What TrainingController makes of its run's events: log lines (translated) and signals on
 // the GUI thread.
 #include <QRegularExpression>
+#include <cmath>
 #include <QString>
 
 #include "live/training_controller.h"
@@ -14,6 +15,8 @@ namespace {
 /// How much faster a plan must be predicted under the calibrated speeds to be offered: less
 /// is within what a re-plan's disruption and the calibration's noise eat (as the CLI).
 constexpr double kBetterPlanGain = 1.1;
+/// A re-calibrated prediction within this share of the last one is kept quiet.
+constexpr double kRecalibrationNews = 0.03;
 }  // namespace
 
 QString TrainingController::workerLine(const QString& text) {
@@ -43,7 +46,9 @@ void TrainingController::calibrate(Deployment& d) {
   control::TrainingRun& run = *d.run;
   CostBasis basis = run.calibratedBasis();
   if (basis.factors.empty()) return;  // no member measured yet: at the next step
+  const bool first = !d.calibrated;
   d.calibrated = true;
+  d.calibrate_at = run.step() + kRecalibrateEverySteps;
   const double before = d.predicted;
   try {
     d.predicted = simulate(run.plan(), run.costModel(run.deployedCluster())).samples_per_second;
@@ -53,6 +58,8 @@ void TrainingController::calibrate(Deployment& d) {
     });
     return;
   }
+  // A re-calibration that moves the prediction by less than this is not news.
+  if (!first && std::abs(d.predicted - before) <= kRecalibrationNews * before) return;
   toGui([this, basis, sps = d.predicted, before, step = run.step(), generation = d.generation] {
     if (generation != shown_generation_) return;
     cost_basis_ = basis;
@@ -65,7 +72,8 @@ void TrainingController::calibrate(Deployment& d) {
     Q_EMIT predictionChanged();
   });
   // A plan clearly faster under the measured speeds is offered (as the CLI names one),
-  // searched beside training so no step waits for the planner.
+  // searched beside training so no step waits for the planner; once per deployment.
+  if (!first) return;
   if (advisor_.joinable()) advisor_.join();
   advisor_ = std::thread([this, basis = std::move(basis), plan = run.plan(), model = run.model(),
                           cluster = run.deployedCluster(), current = d.predicted, generation = d.generation] {
@@ -89,7 +97,7 @@ control::RunEvents TrainingController::runEvents() {
   Deployment& d = *deployment_;
   control::RunEvents events;
   events.on_step = [this, &d](const control::StepResult& s) {
-    if (!d.calibrated && s.step >= d.calibrate_at) calibrate(d);
+    if (s.step >= d.calibrate_at) calibrate(d);
     toGui([this, s, predicted = d.predicted, seconds = secondsSince(d.run_started)] {
       current_step_ = s.step;
       Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);

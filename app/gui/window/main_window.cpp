@@ -54,6 +54,7 @@ namespace stagecraft::gui {
 namespace {
 
 constexpr int kMaxRecent = 8;
+constexpr int kTallScreen = 900;  // px: below, the first-start layout keeps the bottom free
 const QString kRecentClusters = QStringLiteral("recent/clusters");
 const QString kRecentPlans = QStringLiteral("recent/plans");
 const QString kDefaultCluster = QStringLiteral("jetson-edge");
@@ -551,18 +552,29 @@ void MainWindow::restoreLayout() {
   if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray())) {
     QList<QDockWidget*> left, right;
     QDockWidget* log_dock = nullptr;
+    QDockWidget* compare_dock = nullptr;
     for (QDockWidget* dock : docks_) {
       const Qt::DockWidgetArea area = dockWidgetArea(dock);
       if (area == Qt::LeftDockWidgetArea) left << dock;
       if (area == Qt::RightDockWidgetArea) right << dock;
       if (area == Qt::BottomDockWidgetArea) log_dock = dock;
+      if (dock->objectName() == QLatin1String("compareDock")) compare_dock = dock;
+    }
+    // On a laptop screen the log joins the stages and the planners' tabs on the right, so
+    // the editor and the charts keep the height.
+    if (height() < kTallScreen && log_dock != nullptr && compare_dock != nullptr) {
+      tabifyDockWidget(compare_dock, log_dock);
+      log_dock = nullptr;
+      for (QDockWidget* dock : docks_) {
+        if (dock->objectName() == QLatin1String("stagesDock")) dock->raise();
+      }
     }
     if (!left.isEmpty()) resizeDocks({left.first()}, {width() / 5}, Qt::Horizontal);
     if (!right.isEmpty()) resizeDocks({right.first()}, {width() / 5}, Qt::Horizontal);
-    if (log_dock != nullptr) resizeDocks({log_dock}, {height() / 8}, Qt::Vertical);
+    if (log_dock != nullptr) resizeDocks({log_dock}, {height() / 7}, Qt::Vertical);
   }
   if (!central_split_->restoreState(settings.value(QStringLiteral("window/centralSplit")).toByteArray())) {
-    central_split_->setSizes({height() * 9 / 20, height() * 11 / 20});
+    central_split_->setSizes({height() / 2, height() / 2});
   }
 }
 
