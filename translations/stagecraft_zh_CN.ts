@@ -2039,7 +2039,7 @@
     <message>
         <location filename="../app/gui/live/timeline_chart.cpp" line="85"/>
         <source>All-reduce</source>
-        <translation>All-Reduce</translation>
+        <translation>全归约</translation>
     </message>
     <message>
         <location filename="../app/gui/live/timeline_chart.cpp" line="87"/>
@@ -2089,7 +2089,7 @@
     <message>
         <location filename="../app/gui/live/timeline_chart.cpp" line="208"/>
         <source>All-reduce of the stage&apos;s gradients</source>
-        <translation>该阶段梯度的 All-Reduce</translation>
+        <translation>该阶段梯度的全归约</translation>
     </message>
     <message>
         <location filename="../app/gui/live/timeline_chart.cpp" line="211"/>

@@ -88,6 +88,21 @@ class LiveChartsTest : public QObject {
     QVERIFY(charts.lossChart()->yAxis->range().lower > 0);
   }
 
+  void aLossThatGrowsByOrdersOfMagnitudeSwitchesToALogAxis() {
+    LiveCharts charts;
+    gui::LossChart* loss = charts.lossChart();
+    for (int s = 1; s <= 20; ++s) loss->addStep(s, 2.3 - 0.05 * s);
+    QVERIFY(!loss->logScale());  // an ordinary curve stays linear
+    loss->addStep(21, 989376024.0);  // a diverging step
+    QVERIFY(loss->logScale());
+    charts.flushReplots();
+    QCOMPARE(loss->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    // The user's choice holds from then on.
+    loss->setLogScale(false);
+    loss->addStep(22, 1e12);
+    QVERIFY(!loss->logScale());
+  }
+
   void deviceSamplesUpdateTheBars() {
     LiveCharts charts;
     charts.setDevices(deviceNames(16));

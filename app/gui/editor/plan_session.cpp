@@ -86,10 +86,15 @@ PlannerComparison planAround(const std::string& name, const PlanningInput& input
 
 }  // namespace
 
-std::shared_ptr<PlanningInput> PlanSession::planningInput() const {
-  return std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request(),
-                                                       activeBasis() ? std::optional(*activeBasis()) : std::nullopt,
-                                                       availableCluster()});
+std::shared_ptr<PlanningInput> PlanSession::planningInput() {
+  try {
+    return std::make_shared<PlanningInput>(PlanningInput{*model_, *cluster_, cost_->optimizer(), request(),
+                                                         activeBasis() ? std::optional(*activeBasis()) : std::nullopt,
+                                                         availableCluster()});
+  } catch (const std::exception& e) {  // no device answers
+    Q_EMIT autoPlanFinished(false, tr("Cannot plan: %1").arg(QString::fromStdString(e.what())));
+    return nullptr;
+  }
 }
 
 PlanSession::PlanSession(QObject* parent) : QObject(parent) {}
@@ -432,13 +437,8 @@ void PlanSession::autoPlan(const QString& planner, int microbatches) {
     Q_EMIT autoPlanFinished(false, tr("Open a model and a cluster first."));
     return;
   }
-  std::shared_ptr<PlanningInput> input;
-  try {
-    input = planningInput();
-  } catch (const std::exception& e) {
-    Q_EMIT autoPlanFinished(false, tr("Cannot plan: %1").arg(QString::fromStdString(e.what())));
-    return;
-  }
+  const std::shared_ptr<PlanningInput> input = planningInput();
+  if (!input) return;
   if (microbatches >= 0) input->request.microbatches = microbatches;
   const int generation = generation_;
   const std::string name = planner.toStdString();
@@ -464,13 +464,8 @@ void PlanSession::autoPlan(const QString& planner, int microbatches) {
 
 void PlanSession::compare() {
   if (!hasDocument()) return;
-  std::shared_ptr<PlanningInput> input;
-  try {
-    input = planningInput();
-  } catch (const std::exception& e) {
-    Q_EMIT autoPlanFinished(false, tr("Cannot plan: %1").arg(QString::fromStdString(e.what())));
-    return;
-  }
+  const std::shared_ptr<PlanningInput> input = planningInput();
+  if (!input) return;
   const int generation = generation_;
   setBusy(true);
   auto rows = std::make_shared<std::vector<PlannerComparison>>();

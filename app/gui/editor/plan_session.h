@@ -154,7 +154,8 @@ class PlanSession : public QObject {
   /// Error when none is left.
   std::optional<Cluster> availableCluster() const;
   void documentChanged();  // a new model or cluster: derived views of the old one go
-  std::shared_ptr<PlanningInput> planningInput() const;  // copies for a planner thread
+  /// Copies for a planner thread; nullptr (autoPlanFinished says why) when none can be made.
+  std::shared_ptr<PlanningInput> planningInput();
   int joinDevice(const QString& name);  // from the device source; its index, or -1
   void evaluate();
   void setBusy(bool busy);

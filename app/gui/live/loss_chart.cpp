@@ -46,12 +46,16 @@ void LossChart::addStep(std::int64_t step, double loss) {
   has_ema_ = true;
   loss_->addData(static_cast<double>(step), loss);
   smoothed_->addData(static_cast<double>(step), ema_);
+  min_loss_ = pointCount() == 1 ? loss : std::min(min_loss_, loss);
+  max_loss_ = pointCount() == 1 ? loss : std::max(max_loss_, loss);
+  if (auto_log_ && !log_scale_ && min_loss_ > 0 && max_loss_ >= kAutoLogRange * min_loss_) applyLogScale(true);
   requestReplot();
 }
 
 void LossChart::clear() {
   loss_->data()->clear();
   smoothed_->data()->clear();
+  if (auto_log_) applyLogScale(false);  // a new run starts linear unless the user chose
   has_ema_ = false;
   ema_ = 0;
   xAxis->setRange(0, 10);
@@ -61,6 +65,11 @@ void LossChart::clear() {
 }
 
 void LossChart::setLogScale(bool log_scale) {
+  auto_log_ = false;
+  applyLogScale(log_scale);
+}
+
+void LossChart::applyLogScale(bool log_scale) {
   if (log_scale_ == log_scale) return;
   log_scale_ = log_scale;
   if (log_scale_) {

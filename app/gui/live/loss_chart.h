@@ -21,7 +21,11 @@ class LossChart : public ChartPlot {
   void addStep(std::int64_t step, double loss);
   void clear();
 
-  /// A logarithmic loss axis; losses <= 0 are then left out of the range.
+  /// Losses spanning kAutoLogRange or more (all positive) switch the axis to logarithmic
+  /// by themselves, so a loss that grew by orders of magnitude does not flatten the rest.
+  static constexpr double kAutoLogRange = 100;
+  /// A logarithmic loss axis; losses <= 0 are then left out of the range. The user's
+  /// choice: the axis no longer switches by itself.
   void setLogScale(bool log_scale);
   bool logScale() const { return log_scale_; }
   /// Steps in view while following; 0 shows all (the default).
@@ -41,7 +45,11 @@ class LossChart : public ChartPlot {
  private:
   QCPGraph* loss_ = nullptr;
   QCPGraph* smoothed_ = nullptr;
+  void applyLogScale(bool log_scale);
+
   bool log_scale_ = false;
+  bool auto_log_ = true;  // until the user picks a scale
+  double min_loss_ = 0, max_loss_ = 0;  // of the losses shown, for the automatic switch
   int step_window_ = 0;
   bool has_ema_ = false;
   double ema_ = 0;

@@ -11,6 +11,7 @@
 
 #include "control/assignments.h"
 #include "control/cluster_token.h"
+#include "control/replan.h"
 #include "editor/plan_session.h"
 #include "editor/display_units.h"
 #include "editor/plan_summary.h"
@@ -269,7 +270,25 @@ void MainWindow::deploy() {
   }
   charts_->clear();
   controller_->setProfileBeforeDeploy(training_->profileBeforeDeploy());
-  controller_->deploy(session_->plan(), session_->model(), clusterWithAddresses(), training_->trainingOptions());
+  Cluster cluster = clusterWithAddresses();
+  Plan plan = session_->plan();
+  if (const QStringList lost = session_->unavailableDevices(); !lost.isEmpty()) {
+    // The plan leaves them out (it is valid); the run does too, so profiling does not wait
+    // on a device that does not answer.
+    std::vector<std::string> live;
+    for (const Device& device : cluster.devices()) {
+      if (!lost.contains(QString::fromStdString(device.name))) live.push_back(device.name);
+    }
+    try {
+      Cluster available = control::restrictCluster(cluster, live);
+      plan = control::withoutDevices(plan, cluster, available, {}).value();
+      cluster = std::move(available);
+    } catch (const std::exception& e) {
+      showError(tr("Cannot deploy"), QString::fromStdString(e.what()));
+      return;
+    }
+  }
+  controller_->deploy(plan, session_->model(), cluster, training_->trainingOptions());
 }
 
 void MainWindow::startTraining() { controller_->start(training_->steps()); }
