@@ -2,11 +2,14 @@
 // evaluation reaches the charts (predicted timeline) and the device list (stages), and
 // edits go through the shared undo stack, and notices (a straggler) show in the banner.
 #include <QAction>
+#include <QApplication>
+#include <QMimeData>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QTest>
 #include <QUndoStack>
 
+#include "editor/partition_editor.h"
 #include "editor/plan_session.h"
 #include "live/live_charts.h"
 #include "live/timeline_chart.h"
@@ -134,6 +137,36 @@ class MainWindowTest : public QObject {
     QVERIFY2(banner->text().contains(QStringLiteral("Calibrated from training")), qPrintable(banner->text()));
     QVERIFY(banner->text().contains(QStringLiteral("1.50x")));
     QCOMPARE(banner->actionButton()->text(), QStringLiteral("Re-plan"));
+  }
+
+  void aWorkerHeardOnTheBeaconDraggedOntoAStageJoinsThePlan() {
+    MainWindow window;
+    window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
+    PlanSession* session = window.session();
+    const int devices = session->cluster().size();
+    v1::Beacon beacon;
+    beacon.set_name("orin-lab");
+    beacon.set_tier("edge");
+    beacon.set_address("127.0.0.1:50999");
+    beacon.set_state("idle");
+    beacon.set_measured_gflops(900);
+    beacon.set_memory_mb(16384);
+    const int row = window.devices()->mergeBeacon(beacon);
+    // Dragged from the device list onto stage 0 of the editor, as the mouse does it.
+    std::unique_ptr<QMimeData> data(window.devices()->mimeData({window.devices()->index(row, 0)}));
+    auto* editor = window.findChild<PartitionEditor*>();
+    QVERIFY(editor != nullptr);
+    editor->resize(960, editor->heightForWidth(960));
+    const QPoint pos = editor->laneRect(0).center();
+    QDragEnterEvent enter(pos, Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(editor, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(pos), Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(editor, &drop);
+    QCOMPARE(session->cluster().size(), devices + 1);
+    const int d = session->deviceIndex(QStringLiteral("orin-lab"));
+    QCOMPARE(d, devices);
+    QCOMPARE(session->plan().stageOfDevice(session->cluster().size())[static_cast<size_t>(d)], 0);
   }
 
   void workerLinesAreSaidInTheConsolesWords() {
