@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 
 #include "control/assignments.h"
@@ -21,6 +22,8 @@ struct Case {
   std::string model;
   Optimizer optimizer;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << (c.optimizer == Optimizer::Adam ? " adam" : " sgd"); }
 
 class DefaultLearningRate : public ::testing::TestWithParam<Case> {};
 
