@@ -55,7 +55,7 @@ class JsonSyntax {
     if (!eat(c)) fail(std::string("expected ") + what);
   }
   void value(int depth) {
-    if (depth > kMaxJsonDepth) fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (depth >= kMaxJsonDepth) fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     if (i_ >= t_.size()) fail("unexpected end of the file");
     const char c = t_[i_];
     if (c == '{') return object(depth);
@@ -109,14 +109,20 @@ class JsonSyntax {
     if (i_ >= t_.size()) fail("a string that never ends");
     ++i_;
   }
+  bool digit() const { return i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9'; }
+  void digits(const char* what) {
+    if (!digit()) fail(what);
+    while (digit()) ++i_;
+  }
+  // -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
   void number() {
     eat('-');
-    const size_t digits = i_;
-    while (i_ < t_.size() && ((t_[i_] >= '0' && t_[i_] <= '9') || t_[i_] == '.' || t_[i_] == 'e' || t_[i_] == 'E' ||
-                              t_[i_] == '+' || t_[i_] == '-')) {
-      ++i_;
+    if (!eat('0')) digits("expected a number");
+    if (eat('.')) digits("expected digits after '.'");
+    if (eat('e') || eat('E')) {
+      if (!eat('+')) eat('-');
+      digits("expected digits in the exponent");
     }
-    if (i_ == digits) fail("expected a number");
   }
 
   std::string_view t_;
@@ -153,8 +159,13 @@ std::string whereField(std::string_view json, const std::string& reason) {
   while (begin > 0 && (std::isalnum(static_cast<unsigned char>(reason[begin - 1])) || reason[begin - 1] == '_')) --begin;
   if (begin == end) return {};
   const std::string field = reason.substr(begin, end - begin);
-  const size_t key = json.find("\"" + field + "\"");
-  return key == std::string_view::npos ? std::string() : where(json, key);
+  const std::string quoted = "\"" + field + "\"";
+  const size_t key = json.find(quoted);
+  if (key == std::string_view::npos) return {};
+  // A name that stands more than once (an element of a list) is not placed: the first one
+  // may not be the one refused.
+  if (json.find(quoted, key + quoted.size()) != std::string_view::npos) return {};
+  return where(json, key);
 }
 
 }  // namespace

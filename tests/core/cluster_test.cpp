@@ -105,6 +105,15 @@ TEST(Cluster, JsonErrorsNameTheLineAndColumn) {
   // Nested without end: refused before protobuf recurses into it.
   const std::string deep = "{\"devices\": " + std::string(10000, '[') + std::string(10000, ']') + "}";
   EXPECT_NE(jsonError(deep).find("nested deeper than"), std::string::npos) << jsonError(deep);
+  // Exactly the limit is fine; one level more is not.
+  const auto nested = [](int levels) {
+    return "{\"devices\": " + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_EQ(jsonError(nested(io::kMaxJsonDepth)).find("nested deeper"), std::string::npos);
+  EXPECT_NE(jsonError(nested(io::kMaxJsonDepth + 1)).find("nested deeper"), std::string::npos);
+  // A malformed number is placed too.
+  const std::string bad_number = "{\"devices\": [],\n \"default_latency_ms\": 1-2}";
+  EXPECT_NE(jsonError(bad_number).find("line 2"), std::string::npos) << jsonError(bad_number);
   // Valid JSON parses as before.
   EXPECT_EQ(jsonError(R"({"name": "lab", "devices": [{"name": "a", "tier": "edge", "gflops": 1, "memory_mb": 1,
     "bandwidth_mbps": 1}]})"), "");

@@ -157,10 +157,10 @@ const CostBasis* PlanSession::activeBasis() const {
   return model_->name() == basis_model_ && cluster_->name() == basis_cluster_ ? &*basis_ : nullptr;
 }
 
-void PlanSession::setCostBasis(CostBasis basis) {
+void PlanSession::setCostBasis(CostBasis basis, const std::string& model, const std::string& cluster) {
   basis_ = std::move(basis);
-  basis_model_ = model_ ? model_->name() : std::string();
-  basis_cluster_ = cluster_ ? cluster_->name() : std::string();
+  basis_model_ = !model.empty() ? model : model_ ? model_->name() : std::string();
+  basis_cluster_ = !cluster.empty() ? cluster : cluster_ ? cluster_->name() : std::string();
   if (!hasDocument()) return;
   rebuildCost();
   Q_EMIT pricingChanged();
@@ -321,22 +321,32 @@ bool PlanSession::moveLayersToStage(const std::vector<int>& layers, int stage) {
 bool PlanSession::addDeviceToStage(const QString& device, int stage) {
   if (!hasDocument()) return refuse(tr("Open a model and a cluster first."));
   int d = deviceIndex(device);
-  if (d < 0) d = joinDevice(device);
+  if (d < 0) {
+    QString refusal;
+    d = joinDevice(device, stage, &refusal);
+    if (!refusal.isEmpty()) return refuse(refusal);
+  }
   if (d < 0) return refuse(tr("Device %1 is not in cluster %2.").arg(device, QString::fromStdString(cluster_->name())));
   return push(PlanEdits::addDeviceToStage(plan_, *cost_, d, stage), tr("Put %1 into stage %2").arg(device).arg(stage),
               static_cast<int>(PlanEditKind::AddDevice));
 }
 
-int PlanSession::joinDevice(const QString& name) {
+int PlanSession::joinDevice(const QString& name, int stage, QString* refusal) {
   if (!device_source_) return -1;
   const std::optional<v1::Device> device = device_source_(name);
   if (!device || device->name() != name.toStdString()) return -1;
   v1::Cluster proto = cluster_->toProto();
   *proto.add_devices() = *device;
   try {
-    Cluster grown = Cluster::fromProto(proto);
+    auto grown = std::make_unique<Cluster>(Cluster::fromProto(proto));
+    // Only for an edit that will be made: a refused drop leaves the cluster as it was.
+    const CostModel cost = pricedBy(*model_, *grown, cost_->optimizer(), activeBasis());
+    if (const PlanEditResult edit = PlanEdits::addDeviceToStage(plan_, cost, grown->size() - 1, stage); !edit.plan) {
+      *refusal = edit.refusal;
+      return -1;
+    }
     // Appended last: every plan on the undo stack still names the same devices.
-    cluster_ = std::make_unique<Cluster>(std::move(grown));
+    cluster_ = std::move(grown);
   } catch (const std::exception& e) {
     qCWarning(lcPlanSession) << "cannot add" << name << "to the cluster:" << e.what();
     return -1;

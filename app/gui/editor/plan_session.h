@@ -69,7 +69,8 @@ class PlanSession : public QObject {
   /// compare) with `basis`: what the deployed run prices with. Kept while the model and the
   /// cluster keep their names (a re-plan narrows the cluster); another model or cluster is
   /// priced from its specs again.
-  void setCostBasis(CostBasis basis);
+  /// `model` and `cluster` name what the basis was measured on (empty: the document's).
+  void setCostBasis(CostBasis basis, const std::string& model = {}, const std::string& cluster = {});
   /// Where the figures come from: specs, profiles, or speeds calibrated from training.
   CostSource costSource() const;
   /// Devices whose workers stopped answering (lost), one state with the device list: a plan
@@ -156,7 +157,9 @@ class PlanSession : public QObject {
   void documentChanged();  // a new model or cluster: derived views of the old one go
   /// Copies for a planner thread; nullptr (autoPlanFinished says why) when none can be made.
   std::shared_ptr<PlanningInput> planningInput();
-  int joinDevice(const QString& name);  // from the device source; its index, or -1
+  /// Device `name` from the device source, appended to the cluster when putting it into
+  /// `stage` is an edit that can be made: its index; else -1 (with the edit's refusal).
+  int joinDevice(const QString& name, int stage, QString* refusal);
   void evaluate();
   void setBusy(bool busy);
   void startThread(QThread* thread);

@@ -227,6 +227,7 @@ class TrainingController : public QObject {
   std::thread planner_;
   std::atomic<bool> planning_{false};
   std::thread advisor_;  // calibrate()'s search for a better plan (started on the controller's thread)
+  std::atomic<bool> advising_{false};  // advisor_ is still searching
 
   // Settings, read by the controller's thread when a job starts.
   mutable std::mutex settings_mutex_;

@@ -73,10 +73,15 @@ void TrainingController::calibrate(Deployment& d) {
   });
   // A plan clearly faster under the measured speeds is offered (as the CLI names one),
   // searched beside training so no step waits for the planner; once per deployment.
-  if (!first) return;
+  if (!first || advising_) return;  // a search still running (the deployment before) is not waited for
   if (advisor_.joinable()) advisor_.join();
+  advising_ = true;
   advisor_ = std::thread([this, basis = std::move(basis), plan = run.plan(), model = run.model(),
                           cluster = run.deployedCluster(), current = d.predicted, generation = d.generation] {
+    struct Done {
+      std::atomic<bool>& flag;
+      ~Done() { flag = false; }
+    } done{advising_};
     try {
       const CostModel cost = makeCostModel(model, cluster, plan.optimizer, basis);
       PlanOutcome outcome =

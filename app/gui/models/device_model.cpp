@@ -24,6 +24,7 @@ namespace {
 
 /// Bandwidth assumed for a worker known only by Describe or a beacon (they do not say).
 constexpr double kDefaultBandwidthMbps = 1000;
+constexpr std::chrono::milliseconds kStoppingGrace{3000};  // a stopped worker's last answers are ignored this long
 constexpr std::chrono::milliseconds kFreshFor{4000};  // how long a discovered row stays highlighted
 constexpr double kMiB = 1024.0 * 1024.0;  // a cluster file's memory_mb counts MiB, as the cost model does
 
@@ -311,6 +312,8 @@ int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info)
     endInsertRows();
   } else {
     Row& row = rows_[static_cast<size_t>(at)];
+    // A beacon sent while it was being stopped says nothing new.
+    if (row.stopped && std::chrono::steady_clock::now() - row.stopped_at < kStoppingGrace) return at;
     row.device.address = addr;
     row.stopped = false;
     applyInfo(row, info);
@@ -413,6 +416,7 @@ void DeviceModel::markStopped(const QStringList& names) {
     if (at < 0) continue;
     Row& row = rows_[static_cast<size_t>(at)];
     row.stopped = true;
+    row.stopped_at = std::chrono::steady_clock::now();
     row.misses = 0;
     row.error.clear();
     emitRowChanged(at);
@@ -526,6 +530,8 @@ void DeviceModel::onProbed(const std::vector<control::WorkerProbe>& probes) {
     if (at < 0 || rows_[static_cast<size_t>(at)].device.address != probe.endpoint.address) continue;
     Row& row = rows_[static_cast<size_t>(at)];
     if (probe.reachable) {
+      // An answer to a probe sent while it was being stopped says nothing new.
+      if (row.stopped && std::chrono::steady_clock::now() - row.stopped_at < kStoppingGrace) continue;
       applyInfo(row, probe.info);
       row.stopped = false;
       const bool busy = probe.info.state() == "deployed" || probe.info.state() == "training";

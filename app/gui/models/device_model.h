@@ -139,6 +139,7 @@ class DeviceModel : public QAbstractTableModel {
     bool insecure = false;  // started with --insecure
     bool fresh = false;     // just discovered: highlighted for a moment
     bool stopped = false;   // stopped from this console (markStopped) and not heard since
+    std::chrono::steady_clock::time_point stopped_at{};
   };
 
   double speedOf(const Row& row) const;

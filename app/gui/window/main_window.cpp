@@ -376,6 +376,7 @@ void MainWindow::createMenus() {
     QStringList names;
     for (const Device& device : local->devices()) names << QString::fromStdString(device.name);
     devices_->markStopped(names);
+    stopping_local_ = names;  // marked again when they are down
   });
   cluster->addAction(add_device_);
 

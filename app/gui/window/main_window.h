@@ -98,6 +98,8 @@ class MainWindow : public QMainWindow {
   void offerJoin(const QString& name);
   /// The editor shows the plan the run trains (so what training measures is its figure).
   bool showsDeployedPlan() const;
+  /// The editor's cluster is the run's, device for device (rows line up).
+  bool editorShowsDeployedDevices() const;
   static QString durationText(double seconds);
   /// A problem the user can fix (a refused address, a refused edit): the log and the notice
   /// banner, no modal.
@@ -142,6 +144,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QList<QDockWidget*> docks_;
   QStringList lost_devices_;  ///< lost while training; offered again when they answer
+  QStringList stopping_local_;  ///< local workers the user stopped, until they are down
   struct RecentStep {
     qint64 step = 0;
     double seconds = 0;

@@ -52,8 +52,9 @@ void MainWindow::connectController() {
   chart_feed_ = new ChartFeed(controller_, charts_, this);
   connect(controller_, &TrainingController::stateChanged, this, [this](TrainingState state) {
     state_label_->setText(TrainingController::stateText(state));
-    // Until the first step is measured, the timeline shows the plan's prediction.
-    if (state == TrainingState::Deployed) showPredictedTimeline();
+    // Until the first step is measured, the timeline shows the plan's prediction (when the
+    // editor's devices are the run's, row for row).
+    if (state == TrainingState::Deployed && editorShowsDeployedDevices()) showPredictedTimeline();
     if (settledState(state)) progress_->setVisible(false);
     updateActions();
   });
@@ -64,6 +65,11 @@ void MainWindow::connectController() {
     progress_->setFormat(total > 0 ? tr("%1 (%2/%3)").arg(text).arg(done).arg(total) : text);
     progress_->setTextVisible(true);
     statusBar()->showMessage(text, 4000);
+  });
+  connect(controller_, &TrainingController::localClusterStopped, this, [this] {
+    // Down now: any answer heard while they were stopping does not make them lost later.
+    devices_->markStopped(stopping_local_);
+    stopping_local_.clear();
   });
   connect(controller_, &TrainingController::localClusterStarted, this, [this](const Cluster& cluster) {
     devices_->setToken(controller_->workerToken());
@@ -98,7 +104,10 @@ void MainWindow::connectController() {
     // One prediction everywhere: the editor prices with what the deployed run prices with.
     recent_steps_.clear();
     summary_->setMeasured(0);
-    session_->setCostBasis(controller_->costBasis());
+    const auto plan = controller_->deployedPlan();
+    const auto cluster = controller_->deployedCluster();
+    session_->setCostBasis(controller_->costBasis(), plan ? plan->model : std::string(),
+                           cluster ? cluster->name() : std::string());
   });
   connect(controller_, &TrainingController::logMessage, this,
           [this](const QString& source, QtMsgType level, const QString& text) {
@@ -197,10 +206,35 @@ void MainWindow::connectController() {
 
 bool MainWindow::showsDeployedPlan() const {
   const auto deployed = controller_->deployedPlan();
-  if (!deployed || !session_->hasDocument()) return false;
+  const auto cluster = controller_->deployedCluster();
+  if (!deployed || !cluster || !session_->hasDocument()) return false;
   const Plan& shown = session_->plan();
-  return shown.stages == deployed->stages && shown.microbatches == deployed->microbatches &&
-         shown.batch_size == deployed->batch_size;
+  if (shown.stages.size() != deployed->stages.size() || shown.microbatches != deployed->microbatches ||
+      shown.batch_size != deployed->batch_size) {
+    return false;
+  }
+  // By device name: the run's cluster may leave out devices the editor still lists.
+  for (size_t s = 0; s < shown.stages.size(); ++s) {
+    const Stage& a = shown.stages[s];
+    const Stage& b = deployed->stages[s];
+    if (a.layer_begin != b.layer_begin || a.layer_end != b.layer_end || a.members.size() != b.members.size()) return false;
+    for (size_t m = 0; m < a.members.size(); ++m) {
+      if (a.members[m].samples != b.members[m].samples ||
+          session_->deviceName(a.members[m].device) != QString::fromStdString(cluster->device(b.members[m].device).name)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool MainWindow::editorShowsDeployedDevices() const {
+  const auto cluster = controller_->deployedCluster();
+  if (!cluster || !session_->hasDocument() || cluster->size() != session_->cluster().size()) return false;
+  for (int d = 0; d < cluster->size(); ++d) {
+    if (cluster->device(d).name != session_->cluster().device(d).name) return false;
+  }
+  return true;
 }
 
 QString MainWindow::durationText(double seconds) {

@@ -93,7 +93,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
 
   restore();
   update_data_fields();
-  // The model's and optimizer's default rate when the user switches, unless they chose one.
+  // Another optimizer works at another scale: its default rate for the model.
   connect(optimizer_, &QComboBox::currentIndexChanged, this, [this] {
     lr_->setValue(control::defaultLearningRate(model_.toStdString(), optimizer()));
     lr_is_default_ = true;
@@ -180,7 +180,10 @@ void TrainingPanel::restore() {
   select(schedule_, settings.value(QStringLiteral("schedule"), QStringLiteral("1f1b")));
   select(optimizer_, settings.value(QStringLiteral("optimizer"), QStringLiteral("sgd")));
   lr_->setValue(settings.value(QStringLiteral("lr"), 0.02).toDouble());
-  lr_is_default_ = settings.value(QStringLiteral("lrIsDefault"), true).toBool();
+  // Settings from before per-model defaults: the rate was the user's unless it was the
+  // optimizer's old default.
+  const bool old_default = qFuzzyCompare(lr_->value(), optimizer() == Optimizer::Adam ? 0.001 : 0.02);
+  lr_is_default_ = settings.value(QStringLiteral("lrIsDefault"), old_default).toBool();
   steps_->setValue(settings.value(QStringLiteral("steps"), 200).toInt());
   select(data_, settings.value(QStringLiteral("data"), QStringLiteral("synthetic")));
   data_path_->setText(settings.value(QStringLiteral("data_path")).toString());
