@@ -480,127 +480,127 @@
 <context>
     <name>stagecraft::gui::DeviceModel</name>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="96"/>
+        <location filename="../app/gui/models/device_model.cpp" line="97"/>
         <source>reachable</source>
         <translation>可达</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="97"/>
+        <location filename="../app/gui/models/device_model.cpp" line="98"/>
         <source>busy</source>
         <translation>忙碌</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="98"/>
+        <location filename="../app/gui/models/device_model.cpp" line="99"/>
         <source>lost</source>
         <translation>失联</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="101"/>
+        <location filename="../app/gui/models/device_model.cpp" line="102"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="107"/>
+        <location filename="../app/gui/models/device_model.cpp" line="108"/>
         <source>training</source>
         <translation>训练中</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="107"/>
+        <location filename="../app/gui/models/device_model.cpp" line="108"/>
         <source>idle, job deployed</source>
         <translation>空闲，作业已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="109"/>
+        <location filename="../app/gui/models/device_model.cpp" line="110"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="117"/>
+        <location filename="../app/gui/models/device_model.cpp" line="118"/>
         <source>Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can deploy, train, read or overwrite its model. Start it with --token-file.</source>
         <translation>警告：此工作节点以 --insecure 启动，会响应任何调用者：任何能连到它的人都可以部署、训练、读取或覆盖它的模型。请用 --token-file 启动它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="126"/>
+        <location filename="../app/gui/models/device_model.cpp" line="127"/>
         <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
         <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="132"/>
+        <location filename="../app/gui/models/device_model.cpp" line="133"/>
         <source>The worker of %1 at %2 is training job %3.</source>
         <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="133"/>
+        <location filename="../app/gui/models/device_model.cpp" line="134"/>
         <source>The worker of %1 at %2 has job %3 deployed.</source>
         <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="135"/>
+        <location filename="../app/gui/models/device_model.cpp" line="136"/>
         <source>The worker of %1 at %2 stopped answering: %3</source>
         <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="138"/>
+        <location filename="../app/gui/models/device_model.cpp" line="139"/>
         <source>Device %1 has no worker address.</source>
         <translation>设备 %1 没有工作节点地址。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="139"/>
+        <location filename="../app/gui/models/device_model.cpp" line="140"/>
         <source>The worker of %1 at %2 was stopped from this console.</source>
         <translation>位于 %2 的 %1 工作节点已由本控制台停止。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="140"/>
+        <location filename="../app/gui/models/device_model.cpp" line="141"/>
         <source>The worker of %1 has not answered: %2</source>
         <translation>设备 %1 的工作节点未响应：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="141"/>
+        <location filename="../app/gui/models/device_model.cpp" line="142"/>
         <source>The worker of %1 at %2 has not been asked yet.</source>
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="188"/>
+        <location filename="../app/gui/models/device_model.cpp" line="189"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="189"/>
+        <location filename="../app/gui/models/device_model.cpp" line="190"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="190"/>
+        <location filename="../app/gui/models/device_model.cpp" line="191"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="191"/>
+        <location filename="../app/gui/models/device_model.cpp" line="192"/>
         <source>Memory</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="192"/>
+        <location filename="../app/gui/models/device_model.cpp" line="193"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="193"/>
+        <location filename="../app/gui/models/device_model.cpp" line="194"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="194"/>
+        <location filename="../app/gui/models/device_model.cpp" line="195"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="262"/>
+        <location filename="../app/gui/models/device_model.cpp" line="263"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="271"/>
+        <location filename="../app/gui/models/device_model.cpp" line="272"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>
@@ -806,7 +806,7 @@
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="109"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="118"/>
         <source>Logarithmic Scale</source>
         <translation>对数坐标</translation>
     </message>
@@ -814,642 +814,643 @@
 <context>
     <name>stagecraft::gui::MainWindow</name>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="129"/>
+        <location filename="../app/gui/window/main_window.cpp" line="123"/>
         <source>planner</source>
         <translation>规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="135"/>
+        <location filename="../app/gui/window/main_window.cpp" line="129"/>
         <source>Planning…</source>
         <translation>正在规划…</translation>
     </message>
     <message>
+        <location filename="../app/gui/window/main_window.cpp" line="136"/>
         <location filename="../app/gui/window/main_window.cpp" line="142"/>
-        <location filename="../app/gui/window/main_window.cpp" line="148"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="226"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="261"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="142"/>
+        <location filename="../app/gui/window/main_window.cpp" line="136"/>
         <source>Device %1 is listed.</source>
         <translation>已列出设备 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="145"/>
-        <location filename="../app/gui/window/main_window.cpp" line="483"/>
+        <location filename="../app/gui/window/main_window.cpp" line="139"/>
+        <location filename="../app/gui/window/main_window.cpp" line="403"/>
         <source>Cannot add the device at %1: %2</source>
         <translation>无法添加位于 %1 的设备：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="148"/>
+        <location filename="../app/gui/window/main_window.cpp" line="142"/>
         <source>Discovered %1 at %2.</source>
         <translation>发现了位于 %2 的 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="153"/>
+        <location filename="../app/gui/window/main_window.cpp" line="147"/>
         <source>Device %1 stopped answering.</source>
         <translation>设备 %1 已停止响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="156"/>
+        <location filename="../app/gui/window/main_window.cpp" line="150"/>
         <source>Device %1 answers again.</source>
         <translation>设备 %1 重新应答。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="226"/>
+        <location filename="../app/gui/window/main_window.cpp" line="220"/>
         <source>Plan over these devices</source>
         <translation>基于这些设备进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="227"/>
+        <location filename="../app/gui/window/main_window.cpp" line="221"/>
         <source>Plan over the devices listed here, including discovered and added ones.</source>
         <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="235"/>
+        <location filename="../app/gui/window/main_window.cpp" line="229"/>
         <source>Devices</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="243"/>
+        <location filename="../app/gui/window/main_window.cpp" line="237"/>
         <source>A model from the built-in zoo.</source>
         <translation>内置模型库中的模型。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="251"/>
+        <location filename="../app/gui/window/main_window.cpp" line="245"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="265"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="109"/>
+        <location filename="../app/gui/window/main_window.cpp" line="259"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="271"/>
+        <location filename="../app/gui/window/main_window.cpp" line="265"/>
         <source>Stages</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="278"/>
+        <location filename="../app/gui/window/main_window.cpp" line="272"/>
         <source>Use the %1 plan</source>
         <translation>使用 %1 的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="280"/>
+        <location filename="../app/gui/window/main_window.cpp" line="274"/>
         <source>Double-click a planner to edit its plan.</source>
         <translation>双击规划器以编辑其方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="281"/>
+        <location filename="../app/gui/window/main_window.cpp" line="275"/>
         <source>Compare planners</source>
         <translation>比较规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="287"/>
+        <location filename="../app/gui/window/main_window.cpp" line="281"/>
         <source>Log</source>
         <translation>日志</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="296"/>
+        <location filename="../app/gui/window/main_window.cpp" line="290"/>
         <source>%1 (%2)</source>
         <translation>%1 (%2)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="294"/>
         <source>Open &amp;Cluster…</source>
         <translation>打开集群(&amp;C)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="294"/>
         <source>Open a cluster file</source>
         <translation>打开集群文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window.cpp" line="295"/>
         <source>Open cluster</source>
         <translation>打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="302"/>
+        <location filename="../app/gui/window/main_window.cpp" line="296"/>
         <source>Cluster files (*.json);;All files (*)</source>
         <translation>集群文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="299"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="299"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="299"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window.cpp" line="300"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window.cpp" line="301"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="304"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="308"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="314"/>
+        <location filename="../app/gui/window/main_window.cpp" line="308"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="316"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="318"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="316"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="318"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="318"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="324"/>
+        <location filename="../app/gui/window/main_window.cpp" line="318"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="320"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="328"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="328"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="328"/>
+        <location filename="../app/gui/window/main_window.cpp" line="322"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="336"/>
+        <location filename="../app/gui/window/main_window.cpp" line="330"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="336"/>
+        <location filename="../app/gui/window/main_window.cpp" line="330"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="336"/>
+        <location filename="../app/gui/window/main_window.cpp" line="330"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="338"/>
+        <location filename="../app/gui/window/main_window.cpp" line="332"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="338"/>
+        <location filename="../app/gui/window/main_window.cpp" line="332"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="338"/>
+        <location filename="../app/gui/window/main_window.cpp" line="332"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="334"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="334"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="341"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="337"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="354"/>
+        <location filename="../app/gui/window/main_window.cpp" line="348"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="357"/>
+        <location filename="../app/gui/window/main_window.cpp" line="351"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="364"/>
+        <location filename="../app/gui/window/main_window.cpp" line="358"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="368"/>
+        <location filename="../app/gui/window/main_window.cpp" line="362"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="370"/>
+        <location filename="../app/gui/window/main_window.cpp" line="364"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="372"/>
+        <location filename="../app/gui/window/main_window.cpp" line="366"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="382"/>
+        <location filename="../app/gui/window/main_window.cpp" line="377"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="386"/>
+        <location filename="../app/gui/window/main_window.cpp" line="381"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="391"/>
+        <location filename="../app/gui/window/main_window.cpp" line="386"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="394"/>
+        <location filename="../app/gui/window/main_window.cpp" line="389"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="395"/>
+        <location filename="../app/gui/window/main_window.cpp" line="390"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="396"/>
+        <location filename="../app/gui/window/main_window.cpp" line="391"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="600"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="138"/>
         <source>Unsaved plan</source>
         <translation>方案未保存</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="600"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="138"/>
         <source>The plan has edits that are not saved. Save them before quitting?</source>
         <translation>方案有尚未保存的修改。退出前要保存吗？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="126"/>
+        <location filename="../app/gui/window/main_window.cpp" line="120"/>
         <location filename="../app/gui/window/main_window.cpp" line="426"/>
-        <location filename="../app/gui/window/main_window.cpp" line="533"/>
-        <location filename="../app/gui/window/main_window.cpp" line="538"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="70"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="240"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
+        <location filename="../app/gui/window/main_window.cpp" line="431"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="59"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="77"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="275"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="278"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="126"/>
+        <location filename="../app/gui/window/main_window.cpp" line="120"/>
         <source>%1 joins the plan&apos;s devices.</source>
         <translation>%1 已加入方案的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="426"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="59"/>
         <source>Opened cluster %1.</source>
         <translation>已打开集群 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="430"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="63"/>
         <source>Cannot open the cluster</source>
         <translation>无法打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="442"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="75"/>
         <source>Cannot load the model</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="449"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="82"/>
         <source>Cannot open the plan</source>
         <translation>无法打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="460"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="93"/>
         <source>Save plan</source>
         <translation>保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="461"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="94"/>
         <source>Plan files (*.json)</source>
         <translation>方案文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="466"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="99"/>
         <source>Cannot save the plan</source>
         <translation>无法保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="472"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="105"/>
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="477"/>
+        <location filename="../app/gui/window/main_window.cpp" line="397"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="477"/>
+        <location filename="../app/gui/window/main_window.cpp" line="397"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="488"/>
+        <location filename="../app/gui/window/main_window.cpp" line="408"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="489"/>
+        <location filename="../app/gui/window/main_window.cpp" line="409"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="511"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="124"/>
         <source>Cluster: %1</source>
         <translation>集群：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="516"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="129"/>
         <source>Plan: %1</source>
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="524"/>
+        <location filename="../app/gui/window/main_window.cpp" line="417"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="528"/>
+        <location filename="../app/gui/window/main_window.cpp" line="421"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="63"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="65"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="71"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="82"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="89"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="92"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="99"/>
         <source>, %1 steps/s, %2 left</source>
         <translation>，%1 步/秒，剩余 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="107"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="126"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="117"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="127"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="132"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="142"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="134"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="142"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="152"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="156"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
         <source>Calibrated from training, another plan is predicted %1 samples/s against the running plan&apos;s %2 (%3x).</source>
         <translation>按训练实测校准后，另一方案预测为 %1 样本/秒，当前运行方案为 %2（%3 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="176"/>
         <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="171"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
         <source>The plan before it measured %1.</source>
         <translation>之前的方案实测为 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="172"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="182"/>
         <source>Go back to the previous plan</source>
         <translation>退回到之前的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="191"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="187"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="197"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="191"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="201"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="148"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="158"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="160"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="151"/>
         <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="171"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="207"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="242"/>
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="208"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
         <source>%1 min %2 s</source>
         <translation>%1 分 %2 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="209"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
         <source>%1 h %2 min</source>
         <translation>%1 小时 %2 分</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="215"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="250"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="216"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="251"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="218"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="253"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="227"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="262"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="240"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="275"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="279"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="267"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="302"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="321"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -1633,147 +1634,146 @@
         <translation>规划器生成了无效方案：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/editor/plan_session.cpp" line="281"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="286"/>
         <source>%1 does not answer: move it to the unused devices, or wait until it answers again.</source>
         <translation>
             <numerusform>%1 无响应：请将其移到未使用的设备中，或等待其恢复响应。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="304"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="311"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="317"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="347"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="355"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="360"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="366"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="372"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="378"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="386"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="400"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="432"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="309"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="316"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="322"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="362"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="370"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="375"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="381"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="387"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="393"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="401"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="415"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="447"/>
         <source>Open a model and a cluster first.</source>
         <translation>请先打开模型和集群。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="306"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="311"/>
         <source>Move the boundary after stage %1</source>
         <translation>移动阶段 %1 之后的边界</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="312"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="317"/>
         <source>Move layers to stage %1</source>
         <translation>将层移动到阶段 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="320"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="349"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="329"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="364"/>
         <source>Device %1 is not in cluster %2.</source>
         <translation>设备 %1 不在集群 %2 中。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="321"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="330"/>
         <source>Put %1 into stage %2</source>
         <translation>将 %1 放入阶段 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="350"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="365"/>
         <source>Take %1 out of its stage</source>
         <translation>将 %1 移出其所在阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="356"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="371"/>
         <source>Add a stage</source>
         <translation>添加阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="361"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="376"/>
         <source>Remove stage %1</source>
         <translation>移除阶段 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="367"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="382"/>
         <source>Set the batch to %1</source>
         <translation>将批次大小设为 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="374"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="389"/>
         <source>Use %1 micro-batches</source>
         <translation>使用 %1 个微批次</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="380"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="395"/>
         <source>Use the %1 schedule</source>
         <translation>使用 %1 调度</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="387"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="402"/>
         <source>Unknown optimizer.</source>
         <translation>未知的优化器。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="395"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="410"/>
         <source>Use the %1 optimizer</source>
         <translation>使用 %1 优化器</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="403"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="418"/>
         <source>The plan names layers that model %1 does not have.</source>
         <translation>方案中包含模型 %1 中不存在的层。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="408"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="423"/>
         <source>The plan names devices that cluster %1 does not have.</source>
         <translation>方案中包含集群 %1 中不存在的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="412"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="427"/>
         <source>Replace the plan</source>
         <translation>替换方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="439"/>
-        <location filename="../app/gui/editor/plan_session.cpp" line="471"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="95"/>
         <source>Cannot plan: %1</source>
         <translation>无法规划：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="456"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="466"/>
         <source>Planner %1 found no plan: %2</source>
         <translation>规划器 %1 未找到方案：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="459"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="469"/>
         <source>Auto-plan with %1</source>
         <translation>使用 %1 自动规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="460"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="470"/>
         <source>Planner %1 planned in %2 ms.</source>
         <translation>规划器 %1 规划耗时 %2 ms。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="496"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="501"/>
         <source>Open a cluster before loading a plan.</source>
         <translation>加载方案前请先打开集群。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="503"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="508"/>
         <source>Load %1</source>
         <translation>加载 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="514"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="519"/>
         <source>Cannot load the plan: %1</source>
         <translation>无法加载方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="520"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="525"/>
         <source>There is no plan to save.</source>
         <translation>没有可保存的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/plan_session.cpp" line="533"/>
+        <location filename="../app/gui/editor/plan_session.cpp" line="538"/>
         <source>Cannot save the plan: %1</source>
         <translation>无法保存方案：%1</translation>
     </message>
@@ -2260,57 +2260,57 @@
         <translation>第 %1 步已按训练实测校准：预测 %2 样本/秒（此前为 %3）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="117"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="122"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="119"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="121"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="126"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="129"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="125"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="130"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="150"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="155"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="157"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="162"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="164"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="169"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="178"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="183"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="192"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="197"/>
         <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="147"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="152"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
@@ -2324,25 +2324,25 @@
         <location filename="../app/gui/live/training_controller.cpp" line="558"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="132"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="172"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="185"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="198"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="137"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="177"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="203"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="181"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="186"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="182"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="187"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="183"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="188"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
