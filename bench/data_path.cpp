@@ -187,7 +187,6 @@ int main(int argc, char** argv) {
   }
   torch::set_num_threads(1);
   PeerInbox inbox;
-  inbox.open(kJob);
   PushSink sink(inbox);
   RawService raw;
   std::string address;
@@ -203,6 +202,12 @@ int main(int argc, char** argv) {
   for (const Size size : {Size{"4 KiB (1 x 1024 floats)", 1, 1024}, Size{"4 MiB (512 x 2048 floats)", 512, 2048}}) {
     const torch::Tensor activation = torch::randn({size.rows, size.columns});
     const size_t bytes = static_cast<size_t>(activation.numel()) * sizeof(float);
+    // What a stage of this activation's shape takes from its one neighbour.
+    stagecraft::worker::InboxRules rules;
+    rules.flows.push_back({"stage0", false, 0, static_cast<int>(size.rows), {size.columns}});
+    rules.microbatches = 1;
+    rules.max_bytes = 4 * bytes;
+    inbox.open(kJob, rules);
     const Stats push = stats(pushPath(address, inbox, activation, repeat, step));
     const Stats sink_only = stats(rawCalls(stub, "/raw/Sink", bytes, repeat));
     const Stats echo = stats(rawCalls(stub, "/raw/Echo", bytes, repeat));

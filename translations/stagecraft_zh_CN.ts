@@ -249,64 +249,80 @@
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/gui/main.cpp" line="44"/>
+        <location filename="../app/gui/main.cpp" line="46"/>
         <source>Plan, run and watch hybrid-pipeline training on heterogeneous edge devices.</source>
         <translation>在异构边缘设备上规划、运行并监视混合流水线训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="49"/>
+        <location filename="../app/gui/main.cpp" line="51"/>
         <source>Open the cluster &lt;file&gt; (or a shipped cluster&apos;s name).</source>
         <translation>打开集群 &lt;文件&gt;（或内置集群的名称）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="50"/>
-        <location filename="../app/gui/main.cpp" line="53"/>
-        <location filename="../app/gui/main.cpp" line="71"/>
+        <location filename="../app/gui/main.cpp" line="52"/>
+        <location filename="../app/gui/main.cpp" line="55"/>
+        <location filename="../app/gui/main.cpp" line="73"/>
+        <location filename="../app/gui/main.cpp" line="76"/>
         <source>file</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="52"/>
+        <location filename="../app/gui/main.cpp" line="54"/>
         <source>Open the plan &lt;file&gt;.</source>
         <translation>打开方案 &lt;文件&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="55"/>
+        <location filename="../app/gui/main.cpp" line="57"/>
         <source>Select the model &lt;name&gt; from the zoo.</source>
         <translation>从模型库中选择模型 &lt;名称&gt;。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="56"/>
+        <location filename="../app/gui/main.cpp" line="58"/>
         <source>name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="58"/>
+        <location filename="../app/gui/main.cpp" line="60"/>
         <source>User interface language, e.g. zh_CN.</source>
         <translation>界面语言，例如 zh_CN。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="59"/>
+        <location filename="../app/gui/main.cpp" line="61"/>
         <source>locale</source>
         <translation>区域设置</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="62"/>
+        <location filename="../app/gui/main.cpp" line="64"/>
         <source>Listen for worker beacons on UDP &lt;port&gt; (default %1).</source>
         <translation>在 UDP &lt;端口&gt; 上监听工作节点信标（默认 %1）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="64"/>
+        <location filename="../app/gui/main.cpp" line="66"/>
         <source>port</source>
         <translation>端口</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="67"/>
+        <location filename="../app/gui/main.cpp" line="69"/>
         <source>The cluster token workers ask for, in a private &lt;file&gt; (default: $%1, else the last session&apos;s, else the one local workers get).</source>
         <translation>工作节点要求的集群令牌，保存在私有 &lt;file&gt; 中（默认：$%1，其次为上次会话所用的文件，再次为本地工作节点的令牌）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/main.cpp" line="87"/>
+        <location filename="../app/gui/main.cpp" line="80"/>
+        <source>This console&apos;s certificate &lt;file&gt;, signed by the cluster CA, for workers started with --tls-* (default: $%1, else the last session&apos;s).</source>
+        <translation>本控制台的证书 &lt;file&gt;，由集群 CA 签发，用于以 --tls-* 启动的工作节点（默认：$%1，其次为上次会话所用的）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="84"/>
+        <source>The certificate&apos;s private key &lt;file&gt;, mode 0600 (default: $%1).</source>
+        <translation>该证书的私钥 &lt;file&gt;，权限须为 0600（默认：$%1）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="88"/>
+        <source>The cluster CA&apos;s certificate &lt;file&gt;, which signed the workers&apos; (default: $%1).</source>
+        <translation>集群 CA 的证书 &lt;file&gt;，工作节点的证书由它签发（默认：$%1）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/main.cpp" line="106"/>
         <source>--beacon-port takes a port between 1 and 65535.</source>
         <translation>--beacon-port 需要 1 到 65535 之间的端口号。</translation>
     </message>
@@ -515,92 +531,102 @@
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="118"/>
+        <location filename="../app/gui/models/device_model.cpp" line="111"/>
+        <source>heard, unconfirmed</source>
+        <translation>已听到，未确认</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="119"/>
         <source>Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can deploy, train, read or overwrite its model. Start it with --token-file.</source>
         <translation>警告：此工作节点以 --insecure 启动，会响应任何调用者：任何能连到它的人都可以部署、训练、读取或覆盖它的模型。请用 --token-file 启动它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="127"/>
+        <location filename="../app/gui/models/device_model.cpp" line="128"/>
         <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
         <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="133"/>
+        <location filename="../app/gui/models/device_model.cpp" line="134"/>
         <source>The worker of %1 at %2 is training job %3.</source>
         <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="134"/>
+        <location filename="../app/gui/models/device_model.cpp" line="135"/>
         <source>The worker of %1 at %2 has job %3 deployed.</source>
         <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="136"/>
+        <location filename="../app/gui/models/device_model.cpp" line="137"/>
         <source>The worker of %1 at %2 stopped answering: %3</source>
         <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="139"/>
+        <location filename="../app/gui/models/device_model.cpp" line="140"/>
         <source>Device %1 has no worker address.</source>
         <translation>设备 %1 没有工作节点地址。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="140"/>
+        <location filename="../app/gui/models/device_model.cpp" line="141"/>
         <source>The worker of %1 at %2 was stopped from this console.</source>
         <translation>位于 %2 的 %1 工作节点已由本控制台停止。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="141"/>
+        <location filename="../app/gui/models/device_model.cpp" line="143"/>
+        <source>A beacon announced %1 at %2, but its worker has not answered Describe yet: a beacon is a hint anyone on the network can send, so it cannot be planned on until then.</source>
+        <translation>信标宣告 %1 位于 %2，但其工作节点尚未应答 Describe：信标只是网络上任何人都能发送的提示，在此之前不能用于规划。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/models/device_model.cpp" line="147"/>
         <source>The worker of %1 has not answered: %2</source>
         <translation>设备 %1 的工作节点未响应：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="142"/>
+        <location filename="../app/gui/models/device_model.cpp" line="148"/>
         <source>The worker of %1 at %2 has not been asked yet.</source>
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="189"/>
+        <location filename="../app/gui/models/device_model.cpp" line="195"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="190"/>
+        <location filename="../app/gui/models/device_model.cpp" line="196"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="191"/>
+        <location filename="../app/gui/models/device_model.cpp" line="197"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="192"/>
+        <location filename="../app/gui/models/device_model.cpp" line="198"/>
         <source>Memory</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="193"/>
+        <location filename="../app/gui/models/device_model.cpp" line="199"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="194"/>
+        <location filename="../app/gui/models/device_model.cpp" line="200"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="195"/>
+        <location filename="../app/gui/models/device_model.cpp" line="201"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="263"/>
+        <location filename="../app/gui/models/device_model.cpp" line="269"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="272"/>
+        <location filename="../app/gui/models/device_model.cpp" line="278"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>
@@ -826,7 +852,8 @@
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="136"/>
         <location filename="../app/gui/window/main_window.cpp" line="142"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="261"/>
+        <location filename="../app/gui/window/main_window.cpp" line="150"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="262"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -837,7 +864,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="139"/>
-        <location filename="../app/gui/window/main_window.cpp" line="403"/>
+        <location filename="../app/gui/window/main_window.cpp" line="414"/>
         <source>Cannot add the device at %1: %2</source>
         <translation>无法添加位于 %1 的设备：%2</translation>
     </message>
@@ -847,348 +874,353 @@
         <translation>发现了位于 %2 的 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="147"/>
+        <location filename="../app/gui/window/main_window.cpp" line="151"/>
+        <source>A beacon from %1 claims to be %2, which answers at %3: ignored. Add the address with Ctrl+D if the device really moved.</source>
+        <translation>来自 %1 的信标自称是 %2，而 %2 在 %3 应答：已忽略。如果该设备确实换了地址，请用 Ctrl+D 添加该地址。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="158"/>
         <source>Device %1 stopped answering.</source>
         <translation>设备 %1 已停止响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="150"/>
+        <location filename="../app/gui/window/main_window.cpp" line="161"/>
         <source>Device %1 answers again.</source>
         <translation>设备 %1 重新应答。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="220"/>
+        <location filename="../app/gui/window/main_window.cpp" line="231"/>
         <source>Plan over these devices</source>
         <translation>基于这些设备进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="221"/>
+        <location filename="../app/gui/window/main_window.cpp" line="232"/>
         <source>Plan over the devices listed here, including discovered and added ones.</source>
         <translation>基于此处列出的设备进行规划，包括已发现和手动添加的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="229"/>
+        <location filename="../app/gui/window/main_window.cpp" line="240"/>
         <source>Devices</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="237"/>
+        <location filename="../app/gui/window/main_window.cpp" line="248"/>
         <source>A model from the built-in zoo.</source>
         <translation>内置模型库中的模型。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="245"/>
+        <location filename="../app/gui/window/main_window.cpp" line="256"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="259"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
+        <location filename="../app/gui/window/main_window.cpp" line="270"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="120"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="265"/>
+        <location filename="../app/gui/window/main_window.cpp" line="276"/>
         <source>Stages</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="272"/>
+        <location filename="../app/gui/window/main_window.cpp" line="283"/>
         <source>Use the %1 plan</source>
         <translation>使用 %1 的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="274"/>
+        <location filename="../app/gui/window/main_window.cpp" line="285"/>
         <source>Double-click a planner to edit its plan.</source>
         <translation>双击规划器以编辑其方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="275"/>
+        <location filename="../app/gui/window/main_window.cpp" line="286"/>
         <source>Compare planners</source>
         <translation>比较规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="281"/>
+        <location filename="../app/gui/window/main_window.cpp" line="292"/>
         <source>Log</source>
         <translation>日志</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="290"/>
+        <location filename="../app/gui/window/main_window.cpp" line="301"/>
         <source>%1 (%2)</source>
         <translation>%1 (%2)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="294"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Open &amp;Cluster…</source>
         <translation>打开集群(&amp;C)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="294"/>
+        <location filename="../app/gui/window/main_window.cpp" line="305"/>
         <source>Open a cluster file</source>
         <translation>打开集群文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="295"/>
+        <location filename="../app/gui/window/main_window.cpp" line="306"/>
         <source>Open cluster</source>
         <translation>打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="296"/>
+        <location filename="../app/gui/window/main_window.cpp" line="307"/>
         <source>Cluster files (*.json);;All files (*)</source>
         <translation>集群文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="299"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="299"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="299"/>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window.cpp" line="311"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="304"/>
+        <location filename="../app/gui/window/main_window.cpp" line="315"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="308"/>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="308"/>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="323"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="326"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="316"/>
+        <location filename="../app/gui/window/main_window.cpp" line="327"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="318"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="318"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="318"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="320"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="322"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="340"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="330"/>
+        <location filename="../app/gui/window/main_window.cpp" line="341"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="330"/>
+        <location filename="../app/gui/window/main_window.cpp" line="341"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="330"/>
+        <location filename="../app/gui/window/main_window.cpp" line="341"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="332"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="332"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="332"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="334"/>
+        <location filename="../app/gui/window/main_window.cpp" line="345"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="334"/>
+        <location filename="../app/gui/window/main_window.cpp" line="345"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="335"/>
+        <location filename="../app/gui/window/main_window.cpp" line="346"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="337"/>
+        <location filename="../app/gui/window/main_window.cpp" line="348"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="348"/>
+        <location filename="../app/gui/window/main_window.cpp" line="359"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="351"/>
+        <location filename="../app/gui/window/main_window.cpp" line="362"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="358"/>
+        <location filename="../app/gui/window/main_window.cpp" line="369"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="362"/>
+        <location filename="../app/gui/window/main_window.cpp" line="373"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="364"/>
+        <location filename="../app/gui/window/main_window.cpp" line="375"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="366"/>
+        <location filename="../app/gui/window/main_window.cpp" line="377"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="377"/>
+        <location filename="../app/gui/window/main_window.cpp" line="388"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="381"/>
+        <location filename="../app/gui/window/main_window.cpp" line="392"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="386"/>
+        <location filename="../app/gui/window/main_window.cpp" line="397"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="389"/>
+        <location filename="../app/gui/window/main_window.cpp" line="400"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="390"/>
+        <location filename="../app/gui/window/main_window.cpp" line="401"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="391"/>
+        <location filename="../app/gui/window/main_window.cpp" line="402"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
@@ -1204,12 +1236,14 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="120"/>
-        <location filename="../app/gui/window/main_window.cpp" line="426"/>
-        <location filename="../app/gui/window/main_window.cpp" line="431"/>
+        <location filename="../app/gui/window/main_window.cpp" line="437"/>
+        <location filename="../app/gui/window/main_window.cpp" line="442"/>
         <location filename="../app/gui/window/main_window_documents.cpp" line="59"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="77"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="275"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="278"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="276"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="279"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="300"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="305"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1259,22 +1293,22 @@
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="397"/>
+        <location filename="../app/gui/window/main_window.cpp" line="408"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="397"/>
+        <location filename="../app/gui/window/main_window.cpp" line="408"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="408"/>
+        <location filename="../app/gui/window/main_window.cpp" line="419"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="409"/>
+        <location filename="../app/gui/window/main_window.cpp" line="420"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
@@ -1289,168 +1323,178 @@
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="417"/>
+        <location filename="../app/gui/window/main_window.cpp" line="428"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="421"/>
+        <location filename="../app/gui/window/main_window.cpp" line="432"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="65"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="89"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="90"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="99"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
         <source>, %1 steps/s, %2 left</source>
         <translation>，%1 步/秒，剩余 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="117"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="136"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="118"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="123"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="122"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="123"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="142"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="143"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="145"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="152"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="153"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="166"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="167"/>
         <source>Calibrated from training, another plan is predicted %1 samples/s against the running plan&apos;s %2 (%3x).</source>
         <translation>按训练实测校准后，另一方案预测为 %1 样本/秒，当前运行方案为 %2（%3 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="176"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="177"/>
         <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="181"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="182"/>
         <source>The plan before it measured %1.</source>
         <translation>之前的方案实测为 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="182"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="183"/>
         <source>Go back to the previous plan</source>
         <translation>退回到之前的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="191"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="192"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="197"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="198"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="201"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="202"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="158"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="159"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="160"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="171"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="172"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="242"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
         <source>%1 min %2 s</source>
         <translation>%1 分 %2 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="245"/>
         <source>%1 h %2 min</source>
         <translation>%1 小时 %2 分</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="250"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="251"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="251"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="252"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="253"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="254"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="262"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="263"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="275"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="276"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="279"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="280"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="302"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="301"/>
+        <source>Calls to workers use mutual TLS: certificate %1, cluster CA %2.</source>
+        <translation>对工作节点的调用使用双向 TLS：证书 %1，集群 CA %2。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="306"/>
+        <source>Cannot use TLS: %1</source>
+        <translation>无法使用 TLS：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="348"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>

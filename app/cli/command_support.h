@@ -8,6 +8,7 @@
 #include "cluster/cluster.h"
 #include "cluster/cluster_catalog.h"
 #include "cost/cost_model.h"
+#include "io/error.h"
 #include "model/model_spec.h"
 #include "planner/planner.h"
 
@@ -20,11 +21,19 @@ namespace stagecraft::cli {
 class ArgumentParser;
 class ParsedArguments;
 
-// Exit statuses shared by every command.
+// Exit statuses shared by every command: the outcomes, then one per error kind (the
+// table in core/io/error.h; README "Exit statuses").
 constexpr int kExitOk = 0;
-constexpr int kExitInternal = 1;    ///< a bug or an environment failure
-constexpr int kExitBadInput = 2;    ///< a flag, file or plan the user gave is wrong
+constexpr int kExitFailed = 1;      ///< the work itself failed: training diverged or was interrupted
 constexpr int kExitInfeasible = 3;  ///< the input is fine but no plan fits
+/// A flag, file or plan the user gave is wrong.
+constexpr int kExitBadInput = errorKindInfo(ErrorKind::InvalidInput).exit_status;
+/// The machine or the network: a worker that does not answer, a port in use.
+constexpr int kExitEnvironment = errorKindInfo(ErrorKind::Environment).exit_status;
+/// A worker broke the protocol.
+constexpr int kExitProtocol = errorKindInfo(ErrorKind::Protocol).exit_status;
+/// A bug in Stagecraft.
+constexpr int kExitInternal = errorKindInfo(ErrorKind::Internal).exit_status;
 
 /// Prints `stagecraft-cli: <reason>` to stderr as exactly one line.
 void printFailure(std::string_view reason);

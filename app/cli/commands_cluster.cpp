@@ -100,10 +100,10 @@ int clusterStatus(std::span<const std::string> args) {
                         "addresses in the cluster file) what it is doing.");
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
-      .epilog("Exit status 1 when a worker does not answer.");
+      .epilog("Exit status 4 when a worker does not answer.");
   addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
-  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed);
   control::CoordinatorOptions options;
   options.token = live.token;
   options.call_timeout = std::chrono::milliseconds(3000);
@@ -125,9 +125,12 @@ int clusterStatus(std::span<const std::string> args) {
   }
   if (unreachable > 0) {
     std::string reason = firstOfMany(first, unreachable);
-    if (!live.local) reason += "; " + clusterUpHint(parsed.value("cluster"));
+    // `cluster up` helps with workers that are not running, not with refusals.
+    if (!live.local && reason.find("is not reachable") != std::string::npos) {
+      reason += "; " + clusterUpHint(parsed.value("cluster"));
+    }
     printFailure(reason);
-    return kExitInternal;
+    return kExitEnvironment;
   }
   return kExitOk;
 }
@@ -139,10 +142,10 @@ int clusterStop(std::span<const std::string> args) {
                         "a new run. Works on any cluster's workers, local or not.");
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .option("job", "J", "only this job (default: whatever each worker trains)")
-      .epilog("Exit status 1 when a worker does not answer.");
+      .epilog("Exit status 4 when a worker does not answer.");
   addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
-  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed);
   control::CoordinatorOptions options;
   options.token = live.token;
   options.call_timeout = std::chrono::milliseconds(10000);
@@ -162,7 +165,7 @@ int clusterStop(std::span<const std::string> args) {
   if (stopped == 0) std::cout << "No worker of cluster " << live.cluster.name() << " was training\n";
   if (failed > 0) {
     printFailure(firstOfMany(first_error, failed));
-    return kExitInternal;
+    return kExitEnvironment;
   }
   return kExitOk;
 }

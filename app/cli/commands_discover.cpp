@@ -1,12 +1,18 @@
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "arguments.h"
 #include "command_support.h"
 #include "commands.h"
+#include "control/cluster_token.h"
 #include "control/discovery.h"
+#include "control/transport_security.h"
+#include "control/worker_client.h"
+#include "control/worker_status.h"
 #include "io/error.h"
+#include "live_cluster.h"
 
 namespace stagecraft::cli {
 namespace {
@@ -26,6 +32,25 @@ double positiveSeconds(const ParsedArguments& parsed) {
   return seconds;
 }
 
+/// Whether the worker at the beacon's address answers Describe, with `token`, under the
+/// beacon's name.
+v1::BeaconCheck verifyBeacon(const v1::Beacon& beacon, const std::string& token) {
+  v1::BeaconCheck check;
+  check.set_address(beacon.address());
+  try {
+    const v1::WorkerInfo info =
+        control::WorkerClient({beacon.name(), beacon.address(), token}).describe(std::chrono::milliseconds(2000));
+    if (info.name() != beacon.name()) {
+      check.set_reason("the worker there is named '" + control::oneLine(info.name()) + "'");
+    } else {
+      check.set_verified(true);
+    }
+  } catch (const control::WorkerError& e) {
+    check.set_reason(e.what());
+  }
+  return check;
+}
+
 }  // namespace
 
 int runDiscover(std::span<const std::string> args) {
@@ -35,7 +60,21 @@ int runDiscover(std::span<const std::string> args) {
   parser.option("port", "P", "UDP port to listen on", std::to_string(control::kDefaultBeaconPort));
   parser.option("seconds", "S", "how long to listen", "3");
   parser.flag("json", "print a stagecraft.v1.BeaconList as JSON");
+  parser.flag("no-verify", "list what the beacons say without asking each worker (Describe) to confirm it");
+  addTokenOption(parser);
+  parser.epilog(
+      "A beacon is a hint anyone on the LAN can send: each worker heard is asked Describe, with the cluster\n"
+      "token (and TLS) the other commands use, and the 'verified' column says whether it answered with the\n"
+      "name its beacon gave.");
   const ParsedArguments parsed = parser.parse(args);
+  control::setClientTls(control::readTlsFiles(control::tlsFilesOrEnvironment(
+      {parsed.value("tls-cert"), parsed.value("tls-key"), parsed.value("tls-ca")})));
+  std::string token;
+  if (parsed.has("token-file")) {
+    token = control::readTokenFile(parsed.value("token-file"));
+  } else if (const char* env = std::getenv(control::kTokenFileVariable); env && *env) {
+    token = control::readTokenFile(env);
+  }
   const int port = parsed.positiveInt("port");
   if (port > 65535) throw Error("--port: " + std::to_string(port) + " is not a port");
   const auto window = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -49,10 +88,15 @@ int runDiscover(std::span<const std::string> args) {
     heard.insert(heard.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
   }
   const auto workers = control::uniqueByAddress(heard);
+  std::vector<v1::BeaconCheck> checks;
+  if (!parsed.flag("no-verify")) {
+    for (const auto& w : workers) checks.push_back(verifyBeacon(w.beacon, token));
+  }
 
   if (parsed.flag("json")) {
     v1::BeaconList list;
     for (const auto& w : workers) *list.add_beacons() = w.beacon;
+    for (auto& c : checks) *list.add_checks() = std::move(c);
     printJson(list);
     return kExitOk;
   }
@@ -67,13 +111,16 @@ int runDiscover(std::span<const std::string> args) {
                    {"GFLOP/s"},
                    {"memory (MB)"},
                    {"job", TextTable::Align::Left},
-                   {"callers", TextTable::Align::Left}});
+                   {"callers", TextTable::Align::Left},
+                   {"verified", TextTable::Align::Left}});
   int insecure = 0;
-  for (const auto& w : workers) {
-    const auto& b = w.beacon;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const auto& b = workers[i].beacon;
     insecure += b.insecure() ? 1 : 0;
+    const std::string verified =
+        checks.empty() ? "not asked" : checks[i].verified() ? "yes" : "no: " + checks[i].reason();
     table.addRow({b.name(), b.tier(), b.address(), b.state(), fixed(b.measured_gflops(), 1), fixed(b.memory_mb(), 0),
-                  b.job(), b.insecure() ? "anyone (--insecure)" : "with the token"});
+                  b.job(), b.insecure() ? "anyone (--insecure)" : "with the token", verified});
   }
   for (const auto& line : table.lines()) std::cout << line << "\n";
   if (insecure > 0) {

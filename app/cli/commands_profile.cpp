@@ -29,7 +29,7 @@ int runProfile(std::span<const std::string> args) {
   control::CoordinatorOptions options;
   options.profile_timeout = secondsFlag("timeout", parsed.value("timeout"));
   const ModelSpec model = loadModel(parsed.value("model"));
-  const LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
+  const LiveCluster live = openCluster(parsed.value("cluster"), parsed);
   options.token = live.token;
 
   control::Coordinator coordinator(live.cluster, options);

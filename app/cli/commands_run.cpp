@@ -128,8 +128,9 @@ int runRun(std::span<const std::string> args) {
           "times) is dropped: its group's survivors take its samples, or the run re-plans over the devices\n"
           "left, and training replays from the last backup; each recovery is printed on stderr and listed in\n"
           "--json's recoveries. SIGHUP re-plans at the next step boundary.\n"
-          "Exit status 1 when a worker fails and the run cannot go on (the reason names it), 2 for bad\n"
-          "input, 3 when no plan fits.");
+          "Exit status 1 when training diverged or was interrupted, 2 for bad input (a worker refusing the\n"
+          "data or the plan included), 3 when no plan fits, 4 when a worker is lost and the run cannot go\n"
+          "on (the reason names it), 5 when a worker failed inside or broke the protocol.");
   addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
 
@@ -222,7 +223,7 @@ int runRun(std::span<const std::string> args) {
     printFailure(std::string("interrupted ") + phase);
     return true;
   };
-  LiveCluster live = openCluster(parsed.value("cluster"), parsed.value("token-file"));
+  LiveCluster live = openCluster(parsed.value("cluster"), parsed);
   LocalWorkersGuard local_guard;
   const std::string data_folder = parsed.flag("local") ? localDataFolder(training) : std::string();
   if (parsed.flag("local") && !live.local) {
@@ -230,7 +231,7 @@ int runRun(std::span<const std::string> args) {
     local_options.worker_binary = control::findWorkerBinary(parsed.value("worker-binary"), executablePath());
     local_options.data_dir = data_folder;
     local_guard.adopt(control::LocalCluster::start(live.cluster, live.path, local_options));
-    live = openCluster(live.path, parsed.value("token-file"));
+    live = openCluster(live.path, parsed);
     if (!json) std::cout << "Started local workers for " << live.cluster.name() << "\n";
   } else if (parsed.flag("local") && !json) {
     std::cout << "Using the local workers already running for " << live.cluster.name() << "\n";
@@ -257,7 +258,7 @@ int runRun(std::span<const std::string> args) {
       if (o.stopped) std::cerr << "stopped job " << o.job << " on " << o.device << " at step " << o.step << "\n";
     }
   }
-  if (interrupted("before profiling")) return kExitInternal;
+  if (interrupted("before profiling")) return kExitFailed;
 
   // Plan under measured profiles.
   bool profiled = false;
@@ -312,7 +313,7 @@ int runRun(std::span<const std::string> args) {
     }
     plan = outcome.plan;
   }
-  if (interrupted("before deploying")) return kExitInternal;
+  if (interrupted("before deploying")) return kExitFailed;
   const SimulationResult predicted = simulate(plan, cost);
   if (!json) {
     std::cout << "Plan by " << (plan.planner.empty() ? "a file" : plan.planner) << ": " << plan.stageCount()
@@ -337,7 +338,7 @@ int runRun(std::span<const std::string> args) {
   }
   if (interrupted("before training")) {
     run.deployment().stop();
-    return kExitInternal;
+    return kExitFailed;
   }
   control::RunResult result;
   std::set<std::int64_t> went_back;  // the steps whose verdict sent the run back
@@ -416,7 +417,7 @@ int runRun(std::span<const std::string> args) {
   if (result.cancelled) {
     printFailure("interrupted after step " + std::to_string(result.steps.empty() ? 0 : result.steps.back().step) +
                  " of " + std::to_string(steps) + "; the workers were stopped");
-    return kExitInternal;
+    return kExitFailed;
   }
 
   v1::RunReport report;
@@ -486,7 +487,7 @@ int runRun(std::span<const std::string> args) {
   report.set_training_ms(result.training_ms);
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (result.diverged) printDivergence(*result.diverged, training.lr, settings.checkpoint_dir, steps, std::cerr);
-  const int status = result.diverged ? kExitInternal : kExitOk;
+  const int status = result.diverged ? kExitFailed : kExitOk;
   if (json) {
     printJson(report);
     return status;

@@ -8,9 +8,12 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "command_support.h"
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 #include "io/error.h"
 
 namespace stagecraft::cli {
@@ -43,10 +46,28 @@ LiveCluster openCluster(const std::string& name_or_path, const std::string& toke
   return live;
 }
 
+LiveCluster openCluster(const std::string& name_or_path, const ParsedArguments& parsed) {
+  const auto tls = control::readTlsFiles(control::tlsFilesOrEnvironment(
+      {parsed.value("tls-cert"), parsed.value("tls-key"), parsed.value("tls-ca")}));
+  // Before the first channel: every call of this process then shows the certificate.
+  control::setClientTls(tls);
+  return openCluster(name_or_path, parsed.value("token-file"));
+}
+
 ArgumentParser& addTokenOption(ArgumentParser& parser) {
-  return parser.option("token-file", "PATH",
-                       std::string("the cluster token the workers ask for (a private file, mode 0600); default $") +
-                           control::kTokenFileVariable + ", else the one `cluster up` made for its workers");
+  return parser
+      .option("token-file", "PATH",
+              std::string("the cluster token the workers ask for (a private file, mode 0600); default $") +
+                  control::kTokenFileVariable + ", else the one `cluster up` made for its workers")
+      .option("tls-cert", "PEM",
+              std::string("this side's certificate, signed by the cluster CA, for workers started with --tls-*; "
+                          "default $") +
+                  control::kTlsCertVariable)
+      .option("tls-key", "PEM",
+              std::string("the certificate's private key (mode 0600); default $") + control::kTlsKeyVariable)
+      .option("tls-ca", "PEM",
+              std::string("the cluster CA's certificate, which signed the workers' certificates; default $") +
+                  control::kTlsCaVariable);
 }
 
 void warnAboutSlowBlas(const std::vector<v1::WorkerInfo>& infos, std::ostream& out) {
@@ -73,9 +94,13 @@ std::vector<v1::WorkerInfo> describeAll(control::Coordinator& coordinator, const
     warnAboutSlowBlas(infos, std::cerr);
     return infos;
   } catch (const control::WorkerError& e) {
-    throw control::WorkerError(e.worker(), std::string(e.what()) + "; " + hint);
+    // The hint is for workers that are not running; a refusal says what to fix itself.
+    if (std::string_view(e.what()).find("is not reachable") == std::string_view::npos) throw;
+    const std::string message = std::string(e.what()) + "; " + hint;
+    if (e.grpcCode() >= 0) throw control::WorkerError(e.worker(), message, e.grpcCode());
+    throw control::WorkerError(e.worker(), message, e.kind());
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + "; " + hint);
+    throw Error(std::string(e.what()) + "; " + hint, e.kind());
   }
 }
 

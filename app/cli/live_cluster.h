@@ -31,7 +31,13 @@ struct LiveCluster {
 /// Error when the file named is missing or not private.
 LiveCluster openCluster(const std::string& name_or_path, const std::string& token_file = {});
 
-/// Declares --token-file on a command that talks to workers.
+/// openCluster() with the --token-file, and the --tls-cert/--tls-key/--tls-ca (or their
+/// environment variables) that addTokenOption() declared: with TLS files, every channel
+/// this process opens from now on uses mutual TLS.
+LiveCluster openCluster(const std::string& name_or_path, const ParsedArguments& parsed);
+
+/// Declares --token-file and --tls-cert, --tls-key, --tls-ca on a command that talks to
+/// workers.
 ArgumentParser& addTokenOption(ArgumentParser& parser);
 
 /// "run `stagecraft-cli cluster up --cluster C` first"

@@ -15,9 +15,9 @@
 
 namespace {
 
-using stagecraft::cli::kExitBadInput;
 using stagecraft::cli::kExitInternal;
 using stagecraft::cli::kExitOk;
+using stagecraft::errorKindInfo;
 
 struct Command {
   std::string_view name;
@@ -54,7 +54,9 @@ std::string topLevelHelp() {
       "  --version  print the version\n"
       "\n"
       "Every command takes --help, and --json for machine-readable output.\n"
-      "Exit status: 0 success, 1 internal failure or a worker failed, 2 bad input, 3 no feasible plan.\n";
+      "Exit status: 0 success, 1 the training failed (diverged, interrupted), 2 bad input, 3 no feasible\n"
+      "plan, 4 the environment (a worker lost or not reachable, a port in use, a file not writable), 5 a\n"
+      "worker failed inside or broke the protocol, 70 an internal error (a bug: please report it).\n";
   return out;
 }
 
@@ -109,10 +111,13 @@ int main(int argc, char** argv) {
     return kExitOk;
   } catch (const stagecraft::Error& e) {
     stagecraft::cli::printFailure(e.what());
-    return kExitBadInput;
+    return errorKindInfo(e.kind()).exit_status;
   } catch (const stagecraft::control::WorkerError& e) {
-    // A worker that cannot be reached or failed: the environment, not the input.
+    // Unreachable or silent: the environment; refused: the input; a broken answer: protocol.
     stagecraft::cli::printFailure(e.what());
+    return errorKindInfo(e.kind()).exit_status;
+  } catch (const std::logic_error& e) {
+    stagecraft::cli::printFailure(std::string("internal error (a bug, please report it): ") + e.what());
     return kExitInternal;
   } catch (const std::exception& e) {
     stagecraft::cli::printFailure(std::string("internal error: ") + e.what());

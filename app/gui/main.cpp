@@ -1,5 +1,6 @@
 // stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME,
-// --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT, --token-file FILE.
+// --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT, --token-file FILE,
+// --tls-cert FILE --tls-key FILE --tls-ca FILE.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QLibraryInfo>
@@ -8,6 +9,7 @@
 #include <cstdio>
 
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 #include "control/discovery.h"
 #include "window/main_window.h"
 
@@ -69,7 +71,24 @@ int main(int argc, char* argv[]) {
                               "session's, else the one local workers get).")
           .arg(QString::fromLatin1(stagecraft::control::kTokenFileVariable)),
       QApplication::translate("main", "file"));
-  parser.addOptions({cluster_option, plan_option, model_option, lang_option, beacon_option, token_option});
+  const auto tls_option = [](const char* name, const QString& text, const char* variable) {
+    return QCommandLineOption(QString::fromLatin1(name), text.arg(QString::fromLatin1(variable)),
+                              QApplication::translate("main", "file"));
+  };
+  const QCommandLineOption tls_cert_option = tls_option(
+      "tls-cert",
+      QApplication::translate("main", "This console's certificate <file>, signed by the cluster CA, for workers "
+                                      "started with --tls-* (default: $%1, else the last session's)."),
+      stagecraft::control::kTlsCertVariable);
+  const QCommandLineOption tls_key_option = tls_option(
+      "tls-key", QApplication::translate("main", "The certificate's private key <file>, mode 0600 (default: $%1)."),
+      stagecraft::control::kTlsKeyVariable);
+  const QCommandLineOption tls_ca_option = tls_option(
+      "tls-ca",
+      QApplication::translate("main", "The cluster CA's certificate <file>, which signed the workers' (default: $%1)."),
+      stagecraft::control::kTlsCaVariable);
+  parser.addOptions({cluster_option, plan_option, model_option, lang_option, beacon_option, token_option,
+                     tls_cert_option, tls_key_option, tls_ca_option});
   parser.process(app);
   QString token_file = parser.value(token_option);
   if (token_file.isEmpty()) token_file = qEnvironmentVariable(stagecraft::control::kTokenFileVariable);
@@ -92,6 +111,10 @@ int main(int argc, char* argv[]) {
   window.show();
   window.startDiscovery(static_cast<quint16>(beacon_port));
   window.useTokenFile(token_file);
+  const stagecraft::control::TlsFiles tls = stagecraft::control::tlsFilesOrEnvironment(
+      {parser.value(tls_cert_option).toStdString(), parser.value(tls_key_option).toStdString(),
+       parser.value(tls_ca_option).toStdString()});
+  window.useTls(QString::fromStdString(tls.cert), QString::fromStdString(tls.key), QString::fromStdString(tls.ca));
   window.openStartup(parser.value(cluster_option), parser.value(model_option), parser.value(plan_option));
   return QApplication::exec();
 }

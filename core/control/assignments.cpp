@@ -89,10 +89,7 @@ TrainingOptions trainingOptionsFrom(const v1::OptimizerConfig& optimizer, const 
 }
 
 std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
-                                                  const TrainingOptions& options, std::span<const int> store_ports) {
-  if (static_cast<int>(store_ports.size()) != plan.stageCount()) {
-    throw std::logic_error("buildAssignments: one store port per stage expected");
-  }
+                                                  const TrainingOptions& options) {
   for (const auto& stage : plan.stages) {
     for (const auto& share : stage.members) {
       const Device& device = cluster.device(share.device);
@@ -129,8 +126,8 @@ std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelS
     *base.mutable_optimizer() = optimizer;
     *base.mutable_data() = data;
     base.set_seed(options.seed);
-    const std::string host = splitHostPort(cluster.device(stage.members.front().device).address)->host;
-    base.set_store_address(joinHostPort(host, store_ports[s]));
+    // The group meets at its rank-0 member's worker (GroupStore), behind its token.
+    base.set_store_address(cluster.device(stage.members.front().device).address);
     base.set_start_step(options.start_step);
     for (int rank = 0; rank < static_cast<int>(stage.members.size()); ++rank) {
       v1::StageAssignment assignment = base;

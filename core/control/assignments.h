@@ -51,11 +51,11 @@ void checkTrainingOptions(const TrainingOptions& options);
 
 /// One StageAssignment per member of every stage of `plan`, in stage order and, within a
 /// stage, in member order (which is also each member's rank and the order of samples in
-/// a micro-batch). Stage s's group meets at the c10d store `host of its rank-0 member :
-/// store_ports[s]`. Each rank-0 member is told where its backups go (see backup_every;
+/// a micro-batch). A stage's group meets at its rank-0 member's worker, which keeps the
+/// group's store (store_address says which). Each rank-0 member is told where its backups go (see backup_every;
 /// Plan::backupTarget). Throws Error when a member's device has no usable address.
 std::vector<v1::StageAssignment> buildAssignments(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
-                                                  const TrainingOptions& options, std::span<const int> store_ports);
+                                                  const TrainingOptions& options);
 
 /// `cluster` with the addresses of the named devices replaced.
 Cluster withAddresses(const Cluster& cluster, std::span<const std::pair<std::string, std::string>> addresses);

@@ -35,13 +35,13 @@ v1::Checkpoint makeCheckpoint(const ModelWeights& weights, const ModelSpec& mode
 void writeCheckpoint(const std::string& dir, const v1::Checkpoint& checkpoint) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("checkpoint: cannot create " + dir + ": " + ec.message());
+  if (ec) throw environmentError("checkpoint: cannot create " + dir + ": " + ec.message());
   const std::string path = checkpointPath(dir);
   const std::string temporary = path + ".tmp";
   std::string bytes;
-  if (!checkpoint.SerializeToString(&bytes)) throw Error("checkpoint: cannot serialize step " + std::to_string(checkpoint.step()));
+  if (!checkpoint.SerializeToString(&bytes)) throw Error("checkpoint: cannot serialize step " + std::to_string(checkpoint.step()), ErrorKind::Internal);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw Error("checkpoint: cannot write " + temporary + ": " + std::strerror(errno));
+  if (fd < 0) throw environmentError("checkpoint: cannot write " + temporary + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -49,14 +49,14 @@ void writeCheckpoint(const std::string& dir, const v1::Checkpoint& checkpoint) {
     if (n <= 0) {
       const std::string why = std::strerror(errno);
       ::close(fd);
-      throw Error("checkpoint: cannot write " + temporary + ": " + why);
+      throw environmentError("checkpoint: cannot write " + temporary + ": " + why);
     }
     done += static_cast<size_t>(n);
   }
   // On disk before it replaces the last good one.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error("checkpoint: cannot flush " + temporary + ": " + std::strerror(errno));
+  if (::fsync(fd) != 0 || ::close(fd) != 0) throw environmentError("checkpoint: cannot flush " + temporary + ": " + std::strerror(errno));
   std::filesystem::rename(temporary, path, ec);
-  if (ec) throw Error("checkpoint: cannot rename " + temporary + " to " + path + ": " + ec.message());
+  if (ec) throw environmentError("checkpoint: cannot rename " + temporary + " to " + path + ": " + ec.message());
 }
 
 v1::Checkpoint readCheckpoint(const std::string& dir) {

@@ -25,9 +25,9 @@ std::string octal(unsigned mode) {
 
 }  // namespace
 
-std::string readTokenFile(const std::string& path) {
-  const std::string what = "token file '" + path + "'";
-  // O_NONBLOCK: a FIFO named as the token file must not hang the process.
+std::string readSmallFile(const std::string& path, const std::string& what, std::size_t max_bytes,
+                          bool must_be_private) {
+  // O_NONBLOCK: a FIFO named as the file must not hang the process.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error("cannot read " + what + ": " + std::strerror(errno));
   struct stat st {};
@@ -35,27 +35,34 @@ std::string readTokenFile(const std::string& path) {
     ::close(fd);
     throw Error(what + " is not a regular file");
   }
-  if ((st.st_mode & 077) != 0) {
+  if (must_be_private && (st.st_mode & 077) != 0) {
     ::close(fd);
     throw Error(what + " has mode " + octal(st.st_mode) + ": others may read it; make it private (chmod 600 '" +
                 path + "')");
   }
-  if (static_cast<std::size_t>(st.st_size) > kMaxTokenBytes) {
+  const std::string too_large = what + " is larger than " + std::to_string(max_bytes / 1024) + " KiB";
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    throw Error(what + " is larger than 4 KiB: not a token");
+    throw Error(too_large);
   }
-  std::string token(kMaxTokenBytes + 1, '\0');
+  std::string text(max_bytes + 1, '\0');
   std::size_t got = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, token.data() + got, token.size() - got);
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
-    if (got == token.size()) break;
+    if (got == text.size()) break;
   }
   ::close(fd);
-  token.resize(got);
-  if (got > kMaxTokenBytes) throw Error(what + " is larger than 4 KiB: not a token");
+  text.resize(got);
+  if (got > max_bytes) throw Error(too_large);  // it grew while we read
+  return text;
+}
+
+std::string readTokenFile(const std::string& path) {
+  const std::string what = "token file '" + path + "'";
+  std::string token = readSmallFile(path, what, kMaxTokenBytes, true);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
   if (token.empty()) throw Error(what + " is empty");
   for (const char c : token) {
@@ -69,7 +76,7 @@ std::string readTokenFile(const std::string& path) {
 std::string makeTokenFile(const std::string& path) {
   unsigned char random[32];
   const int source = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (source < 0) throw Error(std::string("cannot open /dev/urandom: ") + std::strerror(errno));
+  if (source < 0) throw environmentError(std::string("cannot open /dev/urandom: ") + std::strerror(errno));
   std::size_t got = 0;
   while (got < sizeof random) {
     const ssize_t n = ::read(source, random + got, sizeof random - got);
@@ -78,7 +85,7 @@ std::string makeTokenFile(const std::string& path) {
     got += static_cast<std::size_t>(n);
   }
   ::close(source);
-  if (got != sizeof random) throw Error("cannot read 32 random bytes from /dev/urandom");
+  if (got != sizeof random) throw environmentError("cannot read 32 random bytes from /dev/urandom");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string token;
   for (const unsigned char b : random) {
@@ -89,7 +96,7 @@ std::string makeTokenFile(const std::string& path) {
   const std::string temporary = path + ".new";
   ::unlink(temporary.c_str());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw Error("cannot write token file '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw environmentError("cannot write token file '" + path + "': " + std::strerror(errno));
   const std::string line = token + "\n";
   const bool written = ::fchmod(fd, 0600) == 0 &&
                        ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
@@ -97,7 +104,7 @@ std::string makeTokenFile(const std::string& path) {
   if (!written || !closed || ::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     ::unlink(temporary.c_str());
-    throw Error("cannot write token file '" + path + "': " + reason);
+    throw environmentError("cannot write token file '" + path + "': " + reason);
   }
   return token;
 }

@@ -2,6 +2,7 @@
 // The cluster token: a shared secret every worker of a cluster and everyone who drives
 // them (CLI, console, the workers' own peers) hold in a private file. A worker answers
 // only calls that carry it (worker/README.md, "Who may call it").
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,12 @@ namespace stagecraft::control {
 inline constexpr const char* kTokenMetadataKey = "stagecraft-token";
 /// The environment variable the CLI and the console take a token file from.
 inline constexpr const char* kTokenFileVariable = "STAGECRAFT_TOKEN_FILE";
+
+/// The whole of `path`, a regular file of at most `max_bytes`, named `what` in errors
+/// ("token file 'x'"). With `must_be_private`, a file its group or others may read is
+/// refused. Never blocks on a FIFO. Throws Error with a one-line reason.
+std::string readSmallFile(const std::string& path, const std::string& what, std::size_t max_bytes,
+                          bool must_be_private);
 
 /// The token in `path`. Throws Error with a one-line reason when the file is missing, is
 /// not a regular file, can be read or written by its group or others (it must be 0600 or

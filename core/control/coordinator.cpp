@@ -211,8 +211,7 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
   closeStreams();
   TrainingOptions named = options;
   if (named.job.empty()) named.job = makeJobName(model.name());
-  const std::vector<int> ports = freeLoopbackPorts(plan.stageCount());
-  return deployAssignments(plan, buildAssignments(plan, model, cluster_, named, ports), named.job);
+  return deployAssignments(plan, buildAssignments(plan, model, cluster_, named), named.job);
 }
 
 std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSpec& model,
@@ -221,14 +220,13 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
   TrainingOptions named = options;
   if (named.job.empty()) named.job = makeJobName(model.name());
   named.start_step = weights.step;
-  const std::vector<int> ports = freeLoopbackPorts(plan.stageCount());
-  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named, ports);
+  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named);
   attachWeights(assignments, weights);
   return deployAssignments(plan, std::move(assignments), named.job);
 }
 
 ModelWeights Coordinator::collectWeights(bool optimizer_state) {
-  if (member_device_.empty()) throw Error("nothing is deployed: no weights to collect");
+  if (member_device_.empty()) throw std::logic_error("nothing is deployed: no weights to collect");
   closeStreams();
   std::vector<int> rank0;  // one member per stage
   for (int m = 0; m < memberCount(); ++m) {
@@ -353,8 +351,8 @@ void Coordinator::closeStreams() {
 }
 
 void Coordinator::start(std::int64_t iterations) {
-  if (member_device_.empty()) throw Error("nothing is deployed: call deploy() before start()");
-  if (iterations <= 0) throw Error("iterations must be positive");
+  if (member_device_.empty()) throw std::logic_error("nothing is deployed: call deploy() before start()");
+  if (iterations <= 0) throw std::logic_error("iterations must be positive");
   openStreams();
   {
     std::unique_lock lock(mutex_);
@@ -392,7 +390,7 @@ TrainingResult Coordinator::train(std::int64_t iterations, const TrainingCallbac
 
 TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::atomic<bool>* cancel) {
   const int n = static_cast<int>(member_device_.size());
-  if (streams_.empty()) throw Error("no run in progress: call start() before wait()");
+  if (streams_.empty()) throw std::logic_error("no run in progress: call start() before wait()");
   std::vector<TelemetryMember> members;
   for (int m = 0; m < n; ++m) members.push_back({memberClient(m).endpoint(), member_last_stage_[m]});
   TelemetryAggregator aggregator(std::move(members), batch_size_, job_);
@@ -415,7 +413,8 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
       if (aggregator.memberFinished(m)) return;
       if (item.status_code == 0) {
         abortRun(WorkerError(who.name, who.label() + " closed its telemetry stream after step " +
-                                           std::to_string(aggregator.lastStep(m)) + " without finishing"));
+                                           std::to_string(aggregator.lastStep(m)) + " without finishing",
+                             ErrorKind::Environment));
       }
       abortRun(workerFailure(who, "Telemetry",
                              grpc::Status(static_cast<grpc::StatusCode>(item.status_code), item.status_message),
@@ -447,7 +446,8 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
       const WorkerEndpoint& who = memberClient(m).endpoint();
       if (now - last_heard[m] >= options_.silence_limit) {
         abortRun(WorkerError(who.name, who.label() + " sent no telemetry for " + wholeSeconds(options_.silence_limit) +
-                                           " (last step " + std::to_string(aggregator.lastStep(m)) + ")"));
+                                           " (last step " + std::to_string(aggregator.lastStep(m)) + ")",
+                             ErrorKind::Environment));
       }
       if (now - last_heard[m] < options_.probe_after || now - last_probe[m] < options_.probe_after) continue;
       last_probe[m] = now;
@@ -462,7 +462,8 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
         abortRun(WorkerError(who.name, who.label() + " no longer runs job '" + job_ + "' (state " +
                                            (beat.state().empty() ? "unknown" : beat.state()) +
                                            (beat.job().empty() ? "" : ", job '" + beat.job() + "'") +
-                                           "); did it restart?"));
+                                           "); did it restart?",
+                             ErrorKind::Environment));
       }
     }
   };

@@ -94,7 +94,7 @@ std::string resolveBeaconAddress(const std::string& address, const std::string& 
 
 BeaconListener::BeaconListener(int port) {
   fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) throw Error(systemError("beacon listener: socket"));
+  if (fd_ < 0) throw environmentError(systemError("beacon listener: socket"));
   const int on = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
@@ -105,7 +105,7 @@ BeaconListener::BeaconListener(int port) {
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const std::string message = systemError("beacon listener: cannot bind UDP port " + std::to_string(port));
     ::close(fd_);
-    throw Error(message);
+    throw environmentError(message);
   }
   socklen_t len = sizeof addr;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -149,7 +149,7 @@ BeaconSender::BeaconSender(const std::string& host, int port) : host_(host), por
   }
   if (port <= 0 || port > 65535) throw Error("beacon: port " + std::to_string(port) + " is out of range");
   fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) throw Error(systemError("beacon sender: socket"));
+  if (fd_ < 0) throw environmentError(systemError("beacon sender: socket"));
   const int on = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_BROADCAST, &on, sizeof on);
 }

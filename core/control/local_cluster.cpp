@@ -134,7 +134,7 @@ pid_t spawnDetached(const std::string& binary, const std::vector<std::string>& a
   const int rc = ::posix_spawn(&pid, binary.c_str(), &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (rc != 0) throw Error("cannot start " + binary + ": " + std::strerror(rc));
+  if (rc != 0) throw environmentError("cannot start " + binary + ": " + std::strerror(rc));
   return pid;
 }
 
@@ -143,7 +143,7 @@ void writeStateFile(const std::string& path, const v1::LocalClusterState& state)
   io::writeJsonFile(temporary, state);
   std::error_code ec;
   fs::rename(temporary, path, ec);
-  if (ec) throw Error(path + ": cannot write (" + ec.message() + ")");
+  if (ec) throw environmentError(path + ": cannot write (" + ec.message() + ")");
 }
 
 std::int64_t unixMs() {
@@ -195,7 +195,7 @@ std::string findWorkerBinary(const std::string& explicit_path, const std::string
   }
   std::string where;
   for (const auto& p : looked) where += p.string() + ", ";
-  throw Error(std::string("cannot find ") + kWorkerName + " (looked at " + where +
+  throw environmentError(std::string("cannot find ") + kWorkerName + " (looked at " + where +
               "and in PATH); build it with -DSTAGECRAFT_BUILD_WORKER=ON, or pass --worker-binary or set "
               "STAGECRAFT_WORKER");
 }
@@ -229,7 +229,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
   }
   const std::string dir = options.state_directory.empty() ? defaultStateDirectory() : options.state_directory;
   if (auto running = find(cluster.name(), dir); running && running->anyAlive()) {
-    throw Error("cluster '" + cluster.name() + "' is already up (" + running->statePath() +
+    throw environmentError("cluster '" + cluster.name() + "' is already up (" + running->statePath() +
                 "); run `stagecraft-cli cluster down --cluster " + cluster.name() + "` first");
   }
 
@@ -244,7 +244,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
       continue;
     }
     if (!loopbackPortIsFree(hp->port)) {
-      throw Error("port " + std::to_string(hp->port) + " of device '" + cluster.device(d).name +
+      throw environmentError("port " + std::to_string(hp->port) + " of device '" + cluster.device(d).name +
                   "' is already in use on 127.0.0.1");
     }
     ports[d] = hp->port;
@@ -263,10 +263,10 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
   // The folder holds the cluster's token: it must be this user's and nobody else's.
   struct stat dir_stat {};
   if (::lstat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode)) {
-    throw Error(dir + ": cannot create the state directory");
+    throw environmentError(dir + ": cannot create the state directory");
   }
   if (dir_stat.st_uid != ::geteuid()) {
-    throw Error(dir + ": the state directory belongs to another user; set XDG_RUNTIME_DIR or remove it");
+    throw environmentError(dir + ": the state directory belongs to another user; set XDG_RUNTIME_DIR or remove it");
   }
   ::chmod(dir.c_str(), 0700);
 
@@ -311,7 +311,8 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
           const std::string last = lastLogLine(w.log_path());
           throw WorkerError(w.device(), "worker '" + w.device() + "' (" + w.address() +
                                             ") exited before answering Describe" + (last.empty() ? "" : ": " + last) +
-                                            " (log: " + w.log_path() + ")");
+                                            " (log: " + w.log_path() + ")",
+                            ErrorKind::Environment);
         }
         try {
           // A fresh channel each time: a gRPC 1.51 channel whose first connect was refused
@@ -330,7 +331,8 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
           throw WorkerError(w.device(), "worker '" + w.device() + "' (" + w.address() +
                                             ") did not answer Describe within " +
                                             std::to_string(options.startup_timeout.count() / 1000) +
-                                            " s of starting (log: " + w.log_path() + ")");
+                                            " s of starting (log: " + w.log_path() + ")",
+                            ErrorKind::Environment);
         }
       }
       std::this_thread::sleep_for(milliseconds(100));
@@ -343,7 +345,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
 }
 
 std::string LocalCluster::token() const {
-  if (state_.token_file().empty()) throw Error(state_path_ + " names no token file: restart the cluster");
+  if (state_.token_file().empty()) throw environmentError(state_path_ + " names no token file: restart the cluster");
   return readTokenFile(state_.token_file());
 }
 

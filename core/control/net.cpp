@@ -74,7 +74,7 @@ std::vector<int> freeLoopbackPorts(int count) {
       const std::string reason = std::strerror(errno);
       if (fd >= 0) ::close(fd);
       for (int f : fds) ::close(f);
-      throw Error("cannot find a free TCP port on 127.0.0.1 (" + reason + ")");
+      throw environmentError("cannot find a free TCP port on 127.0.0.1 (" + reason + ")");
     }
     fds.push_back(fd);
     ports.push_back(ntohs(addr.sin_port));

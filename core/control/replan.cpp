@@ -29,8 +29,8 @@ std::optional<int> tensorLayer(std::string_view name) {
 }
 
 ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::span<const std::string> workers) {
-  if (stages.size() != workers.size()) throw Error("mergeStageWeights: one worker name per stage expected");
-  if (stages.empty()) throw Error("no stage weights to merge");
+  if (stages.size() != workers.size()) throw std::logic_error("mergeStageWeights: one worker name per stage expected");
+  if (stages.empty()) throw std::logic_error("no stage weights to merge");
   ModelWeights out;
   out.step = stages.front().step();
   std::vector<std::pair<int, int>> ranges;
@@ -39,21 +39,21 @@ ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::sp
     const std::string who = "worker '" + workers[i] + "'";
     const std::string range = "[" + std::to_string(w.layer_begin()) + ", " + std::to_string(w.layer_end()) + ")";
     if (w.step() != out.step) {
-      throw Error(who + " holds layers " + range + " at step " + std::to_string(w.step()) + ", worker '" +
+      throw protocolError(who + " holds layers " + range + " at step " + std::to_string(w.step()) + ", worker '" +
                   workers.front() + "' at step " + std::to_string(out.step) + ": the stages stopped at different steps");
     }
-    if (w.layer_begin() < 0 || w.layer_end() <= w.layer_begin()) throw Error(who + " sent weights for layers " + range);
+    if (w.layer_begin() < 0 || w.layer_end() <= w.layer_begin()) throw protocolError(who + " sent weights for layers " + range);
     for (const auto& [b, e] : ranges) {
       if (w.layer_begin() < e && b < w.layer_end()) {
-        throw Error(who + " sent layers " + range + ", which another stage holds too");
+        throw protocolError(who + " sent layers " + range + ", which another stage holds too");
       }
     }
     ranges.emplace_back(w.layer_begin(), w.layer_end());
     for (const auto& t : w.tensors()) {
       const auto layer = tensorLayer(t.name());
-      if (!layer) throw Error(who + " sent tensor '" + t.name() + "' without a layer index");
+      if (!layer) throw protocolError(who + " sent tensor '" + t.name() + "' without a layer index");
       if (*layer < w.layer_begin() || *layer >= w.layer_end()) {
-        throw Error(who + " sent tensor '" + t.name() + "' of a layer outside its layers " + range);
+        throw protocolError(who + " sent tensor '" + t.name() + "' of a layer outside its layers " + range);
       }
       out.layers[*layer].push_back(t);
     }
@@ -61,7 +61,7 @@ ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::sp
   std::sort(ranges.begin(), ranges.end());
   int next = 0;
   for (const auto& [b, e] : ranges) {
-    if (b != next) throw Error("no stage sent layers [" + std::to_string(next) + ", " + std::to_string(b) + ")");
+    if (b != next) throw protocolError("no stage sent layers [" + std::to_string(next) + ", " + std::to_string(b) + ")");
     next = e;
   }
   return out;
@@ -69,7 +69,7 @@ ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::sp
 
 v1::StageWeights sliceWeights(const ModelWeights& weights, int begin, int end) {
   if (begin < 0 || end <= begin) {
-    throw Error("weights: layer range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is empty");
+    throw std::logic_error("weights: layer range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is empty");
   }
   v1::StageWeights out;
   out.set_layer_begin(begin);
@@ -100,7 +100,7 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
   std::size_t members = 0;
   for (const auto& s : plan.stages) members += s.members.size();
   if (latest.size() != members) {
-    throw Error("calibrating speeds: " + std::to_string(latest.size()) + " reports for the plan's " +
+    throw protocolError("calibrating speeds: " + std::to_string(latest.size()) + " reports for the plan's " +
                 std::to_string(members) + " members");
   }
   const int devices = cost.deviceCount();

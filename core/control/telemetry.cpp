@@ -16,7 +16,9 @@ std::vector<StepResult> TelemetryAggregator::add(int member, const v1::Telemetry
   if (!event.job().empty() && !job_.empty() && event.job() != job_) return {};
   switch (event.event_case()) {
     case v1::TelemetryEvent::kError:
-      throw WorkerError(who.name, who.label() + " failed: " + oneLine(event.error()));
+      // The worker writes "CODE: message" (its status for the failure).
+      throw WorkerError(who.name, who.label() + " failed: " + oneLine(event.error()),
+                        errorKindOfReport(event.error()));
     case v1::TelemetryEvent::kFinished:
       if (event.finished()) finished_[member] = true;
       return {};

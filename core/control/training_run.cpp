@@ -50,17 +50,17 @@ TrainingRun::TrainingRun(Cluster cluster, ModelSpec model, Optimizer optimizer, 
 TrainingRun::~TrainingRun() = default;
 
 const Plan& TrainingRun::plan() const {
-  if (!deployed_) throw Error("nothing is deployed");
+  if (!deployed_) throw std::logic_error("nothing is deployed");
   return deployed_->plan;
 }
 
 const Cluster& TrainingRun::deployedCluster() const {
-  if (!deployed_) throw Error("nothing is deployed");
+  if (!deployed_) throw std::logic_error("nothing is deployed");
   return *deployed_->cluster;
 }
 
 Coordinator& TrainingRun::deployment() {
-  if (!deployed_) throw Error("nothing is deployed");
+  if (!deployed_) throw std::logic_error("nothing is deployed");
   return *deployed_->coordinator;
 }
 
@@ -426,13 +426,13 @@ void TrainingRun::setLearningRate(double lr) {
 }
 
 Recovery TrainingRun::replanNow(const ReplanRequest& request) {
-  if (!deployed_) throw Error("nothing is deployed to re-plan");
+  if (!deployed_) throw std::logic_error("nothing is deployed to re-plan");
   RunResult scratch;
   return replan(request, scratch);
 }
 
 RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const std::atomic<bool>* cancel) {
-  if (!deployed_) throw Error("nothing is deployed: call deploy() before train()");
+  if (!deployed_) throw std::logic_error("nothing is deployed: call deploy() before train()");
   {
     std::lock_guard lock(requests_mutex_);
     stop_requested_ = false;

@@ -7,6 +7,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 
 namespace stagecraft::control {
 namespace {
@@ -40,7 +41,7 @@ std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address, int
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Each client owns its connection, so one worker's trouble cannot stall another's calls.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, workerChannelCredentials(), args);
 }
 
 WorkerClient::WorkerClient(WorkerEndpoint endpoint, int max_message_bytes)

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 
 namespace stagecraft::control {
 namespace {
@@ -28,6 +29,24 @@ bool isTransportFailure(std::string_view message) {
     if (message.find(mark) != std::string_view::npos) return true;
   }
   return false;
+}
+
+/// A failed TLS handshake, as gRPC words it ("Ssl handshake failed", "certificate verify
+/// failed", "WRONG_VERSION_NUMBER" for plain TCP meeting TLS...).
+bool isTlsFailure(std::string_view message) {
+  constexpr std::array<std::string_view, 7> kMarks = {"andshake", "SSL", "Ssl", "certificate", "CERTIFICATE",
+                                                      "WRONG_VERSION_NUMBER", "TLS"};
+  for (auto mark : kMarks) {
+    if (message.find(mark) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+/// What to check when TLS does not come together, by whether this side talks TLS.
+std::string tlsHint() {
+  return clientTlsEnabled()
+             ? "is the worker's certificate signed by --tls-ca, and this side's (--tls-cert) by the CA the worker trusts?"
+             : "a worker started with --tls-* needs --tls-cert, --tls-key and --tls-ca here too";
 }
 
 }  // namespace
@@ -59,6 +78,15 @@ std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, 
     case grpc::StatusCode::OK:
       return who + ": " + what + " succeeded";
     case grpc::StatusCode::UNAVAILABLE:
+      if (isTlsFailure(detail)) {
+        return who + " and this side do not agree on TLS" + suffix + " (" + tlsHint() + ")";
+      }
+      // Something listens there but hangs up before a word: a TLS worker meeting plain TCP,
+      // or refusing this side's certificate.
+      if (detail.find("Socket closed") != std::string::npos) {
+        return who + " closed the connection before answering " + what + ": most likely a TLS mismatch (" + tlsHint() +
+               ")";
+      }
       if (isTransportFailure(detail)) return who + " is not reachable";
       return who + " cannot reach a peer during " + what + suffix;
     case grpc::StatusCode::DEADLINE_EXCEEDED:

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "io/error.h"
+
 namespace grpc {
 class Status;
 }
@@ -26,8 +28,15 @@ struct WorkerEndpoint {
 /// as is.
 class WorkerError : public std::runtime_error {
  public:
+  /// A failed call (its grpc::StatusCode) or, with -1, a broken protocol.
   WorkerError(std::string worker, const std::string& message, int grpc_code = -1)
-      : std::runtime_error(message), worker_(std::move(worker)), grpc_code_(grpc_code) {}
+      : std::runtime_error(message),
+        worker_(std::move(worker)),
+        grpc_code_(grpc_code),
+        kind_(grpc_code < 0 ? ErrorKind::Protocol : errorKindOfGrpcCode(grpc_code)) {}
+  /// A failure that was no call's status, of the kind given.
+  WorkerError(std::string worker, const std::string& message, ErrorKind kind)
+      : std::runtime_error(message), worker_(std::move(worker)), kind_(kind) {}
   /// The device whose worker failed.
   const std::string& worker() const { return worker_; }
   /// The failed call's grpc::StatusCode; -1 when the failure was not a call's status
@@ -36,10 +45,14 @@ class WorkerError : public std::runtime_error {
   /// The worker did not answer within the call's deadline (alive but stalled, or a host
   /// that drops packets).
   bool timedOut() const;
+  /// What the failure means to the user (kErrorKinds): a worker that cannot be reached is
+  /// the environment, one that refused a request the input, a broken answer the protocol.
+  ErrorKind kind() const { return kind_; }
 
  private:
   std::string worker_;
   int grpc_code_ = -1;
+  ErrorKind kind_ = ErrorKind::Protocol;
 };
 
 /// The one table from a failed call's grpc::Status to what a user reads, e.g.

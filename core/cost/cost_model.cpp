@@ -64,8 +64,19 @@ void CostModel::setProfiles(const v1::ProfileSet& profiles) {
         if (t.layer() < 0 || t.layer() >= model_->layerCount()) {
           throw Error("profile of '" + dp.device() + "': layer index " + std::to_string(t.layer()) + " out of range");
         }
+        if (!(std::isfinite(t.forward_ms()) && t.forward_ms() >= 0 && std::isfinite(t.backward_ms()) &&
+              t.backward_ms() >= 0)) {
+          throw Error("profile of '" + dp.device() + "': layer " + std::to_string(t.layer()) +
+                      " has a time that is negative or not a number");
+        }
         fwd[t.layer() + 1] = t.forward_ms();
         bwd[t.layer() + 1] = t.backward_ms();
+      }
+      double total_ms = 0;
+      for (int l = 1; l <= model_->layerCount(); ++l) total_ms += fwd[l] + bwd[l];
+      if (total_ms <= 0) {
+        throw Error("profile of '" + dp.device() + "': every layer takes 0 ms at micro-batch " +
+                    std::to_string(b->micro_batch()) + ": not a measured profile");
       }
       for (int l = 0; l < model_->layerCount(); ++l) {
         fwd[l + 1] += fwd[l];
@@ -110,7 +121,7 @@ double CostModel::profiledMs(int d, int begin, int end, int samples, bool backwa
 
 void CostModel::setComputeFactors(std::vector<double> factors) {
   if (static_cast<int>(factors.size()) != cluster_->size()) {
-    throw Error("compute factors: " + std::to_string(factors.size()) + " for " + std::to_string(cluster_->size()) +
+    throw std::logic_error("compute factors: " + std::to_string(factors.size()) + " for " + std::to_string(cluster_->size()) +
                 " devices");
   }
   for (size_t d = 0; d < factors.size(); ++d) {
@@ -176,7 +187,7 @@ double CostModel::stateBytes(int begin, int end) const {
 }
 
 void CostModel::setBackups(int own, int held) {
-  if (own < 0 || held < 0) throw Error("backup copies cannot be negative");
+  if (own < 0 || held < 0) throw std::logic_error("backup copies cannot be negative");
   own_backups_ = own;
   held_backups_ = held;
 }

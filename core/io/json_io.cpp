@@ -220,15 +220,15 @@ std::string toJson(const google::protobuf::Message& message, bool pretty) {
   options.always_print_primitive_fields = true;
   std::string out;
   const auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
-  if (!status.ok()) throw Error("cannot write JSON: " + std::string(status.message()));
+  if (!status.ok()) throw Error("cannot write JSON: " + std::string(status.message()), ErrorKind::Internal);
   return out;
 }
 
 void writeJsonFile(const std::string& path, const google::protobuf::Message& message) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(path + ": cannot write (" + std::strerror(errno) + ")");
+  if (!out) throw environmentError(path + ": cannot write (" + std::strerror(errno) + ")");
   out << toJson(message);
-  if (!out) throw Error(path + ": write failed");
+  if (!out) throw environmentError(path + ": write failed");
 }
 
 }  // namespace stagecraft::io

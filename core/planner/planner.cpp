@@ -52,6 +52,10 @@ std::unique_ptr<Planner> makePlanner(std::string_view name) {
 
 PlanOutcome makePlan(const Planner& planner, const CostModel& cost, const PlanRequest& request) {
   if (request.batch_size <= 0) throw Error("batch size must be positive");
+  if (request.batch_size > kMaxBatchSize) {
+    throw Error("batch " + std::to_string(request.batch_size) + " is larger than " + std::to_string(kMaxBatchSize) +
+                ", the most a plan is searched for");
+  }
   if (request.microbatches < 0) throw Error("micro-batch count must be positive (or 0 for automatic)");
   if (request.microbatches > 0 && request.batch_size % request.microbatches != 0) {
     throw Error("batch " + std::to_string(request.batch_size) + " is not divisible into " +
@@ -108,7 +112,7 @@ PlanOutcome finishOutcome(Plan plan, const CostModel& cost) {
 }
 
 PlanOutcome chooseBySimulation(std::vector<Plan> finalists, const CostModel& cost) {
-  if (finalists.empty()) throw Error("chooseBySimulation: no finalists");
+  if (finalists.empty()) throw std::logic_error("chooseBySimulation: no finalists");
   std::optional<size_t> best;
   double best_ms = 0;
   for (size_t i = 0; i < finalists.size(); ++i) {

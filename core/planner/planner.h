@@ -11,6 +11,10 @@
 namespace stagecraft {
 
 /// What every planner is asked for.
+/// The largest global batch makePlan() plans for; beyond it a plan search would take
+/// minutes (the planners' work grows with the batch's divisors and sample splits).
+inline constexpr int kMaxBatchSize = 65536;
+
 struct PlanRequest {
   int batch_size = 64;
   /// Micro-batches per iteration; 0 lets makePlan() choose among the batch's divisors.

@@ -114,7 +114,7 @@ TEST_F(CliRunTest, DiscoverWithNobodyAnnouncingListsNoWorkers) {
 TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
   const std::string cluster = writeDuo();
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "5"});
-  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_ONE_LINE_FAILURE(r, 4);
   EXPECT_TRUE(contains(r.err, "worker 'a' (" + addresses_[0] + ") is not reachable")) << r.err;
   EXPECT_TRUE(contains(r.err, "run `stagecraft-cli cluster up --cluster " + cluster + "` first")) << r.err;
   EXPECT_LT(r.seconds, 5.0);
@@ -123,14 +123,14 @@ TEST_F(CliRunTest, RunAgainstClosedPortsFailsFastNamingTheWorker) {
 
 TEST_F(CliRunTest, ProfileAgainstClosedPortsFailsFast) {
   const CapturedRun r = run({"profile", "--cluster", writeDuo(), "--model", "mlp", "--json"});
-  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_ONE_LINE_FAILURE(r, 4);
   EXPECT_TRUE(contains(r.err, "is not reachable")) << r.err;
   EXPECT_LT(r.seconds, 5.0);
 }
 
 TEST_F(CliRunTest, StatusOfAClusterWithoutWorkersSaysSo) {
   const CapturedRun r = run({"cluster", "status", "--cluster", writeDuo()});
-  EXPECT_ONE_LINE_FAILURE(r, 1);
+  EXPECT_ONE_LINE_FAILURE(r, 4);
   EXPECT_TRUE(contains(r.err, "(+1 more)")) << r.err;
   EXPECT_TRUE(contains(r.out, "unreachable")) << r.out;
 }
@@ -200,8 +200,8 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   EXPECT_DOUBLE_EQ(report.workers(1).info().emulation().slowdown(), 2);
   EXPECT_TRUE(fs::exists(statePath()));
 
-  // Up twice is refused while the workers run.
-  EXPECT_ONE_LINE_FAILURE(run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER}), 2);
+  // Up twice is refused while the workers run: the machine's state, not the input (4).
+  EXPECT_ONE_LINE_FAILURE(run({"cluster", "up", "--cluster", cluster, "--worker-binary", STAGECRAFT_FAKE_WORKER}), 4);
 
   const CapturedRun status = run({"cluster", "status", "--cluster", cluster});
   ASSERT_EQ(status.exit_code, 0) << status.err;
@@ -216,12 +216,12 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   const fs::path other = dir_ / "other.token";
   control::makeTokenFile(other.string());
   const CapturedRun refused = run({"cluster", "status", "--cluster", cluster, "--token-file", other.string()});
-  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(refused.exit_code, 4) << refused.err;
   EXPECT_TRUE(contains(refused.err, "worker 'a' (" + addresses_[0] + ") refused Describe: wrong cluster token"))
       << refused.err;
   EXPECT_TRUE(contains(refused.err, "--token-file PATH or STAGECRAFT_TOKEN_FILE")) << refused.err;
   setenv("STAGECRAFT_TOKEN_FILE", other.c_str(), 1);
-  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 4);
   setenv("STAGECRAFT_TOKEN_FILE", token.c_str(), 1);
   EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 0);
   unsetenv("STAGECRAFT_TOKEN_FILE");
@@ -299,7 +299,7 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   ASSERT_EQ(down.exit_code, 0) << down.err;
   EXPECT_TRUE(contains(down.out, "Stopped 2 workers")) << down.out;
   EXPECT_FALSE(fs::exists(statePath()));
-  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 4);
 }
 
 TEST_F(CliRunTest, RunLocalStartsWorkersForTheRunAndStopsThem) {
@@ -310,7 +310,7 @@ TEST_F(CliRunTest, RunLocalStartsWorkersForTheRunAndStopsThem) {
   EXPECT_TRUE(contains(r.out, "Trained mlp on duo for 3 steps")) << r.out;
   EXPECT_TRUE(contains(r.out, "predicted")) << r.out;
   EXPECT_FALSE(fs::exists(statePath()));
-  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 1);  // nothing left running
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 4);  // nothing left running
 }
 
 TEST_F(CliRunTest, WorkerErrorDuringRunNamesTheWorkerAndStopsTheLocalWorkers) {
@@ -320,11 +320,11 @@ TEST_F(CliRunTest, WorkerErrorDuringRunNamesTheWorkerAndStopsTheLocalWorkers) {
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "50", "--planner", "dp", "--local",
                            "--worker-binary", STAGECRAFT_FAKE_WORKER});
   unsetenv("STAGECRAFT_FAKE_FAIL");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 5) << r.err;
   const auto lines = linesOf(r.err);
   ASSERT_FALSE(lines.empty());
   EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();
-  EXPECT_TRUE(contains(lines.back(), "failed: stage 0 diverged")) << lines.back();
+  EXPECT_TRUE(contains(lines.back(), "failed: INTERNAL: stage 0 diverged")) << lines.back();
   EXPECT_FALSE(fs::exists(statePath()));
 }
 
@@ -427,7 +427,7 @@ TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "8", "--planner", "dp",
                              "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-recover"});
   unsetenv("STAGECRAFT_FAKE_DIE");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 4) << r.err;
   const auto lines = linesOf(r.err);
   ASSERT_FALSE(lines.empty());
   EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();

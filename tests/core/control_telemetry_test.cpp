@@ -42,6 +42,19 @@ TEST(ControlStatus, EachCodeReadsAsOneLineNamingTheWorker) {
   };
   EXPECT_EQ(text(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses"),
             "worker 'edge-1' (127.0.0.1:50052) is not reachable");
+  EXPECT_EQ(text(grpc::StatusCode::UNAVAILABLE,
+                 "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:50052: Connection refused"),
+            "worker 'edge-1' (127.0.0.1:50052) is not reachable");
+  // Something listens but hangs up: a TLS worker, and this side talks plain TCP.
+  EXPECT_EQ(text(grpc::StatusCode::UNAVAILABLE,
+                 "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:50052: Socket closed"),
+            "worker 'edge-1' (127.0.0.1:50052) closed the connection before answering Deploy: most likely a TLS "
+            "mismatch (a worker started with --tls-* needs --tls-cert, --tls-key and --tls-ca here too)");
+  const std::string refused = text(grpc::StatusCode::UNAVAILABLE,
+                                   "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50052: Ssl "
+                                   "handshake failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed");
+  EXPECT_EQ(refused.rfind("worker 'edge-1' (127.0.0.1:50052) and this side do not agree on TLS: ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("certificate verify failed"), std::string::npos) << refused;
   EXPECT_EQ(text(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"),
             "worker 'edge-1' (127.0.0.1:50052) did not answer Deploy within 5 s");
   EXPECT_EQ(text(grpc::StatusCode::INVALID_ARGUMENT, "layer 9 out of range\nsee log"),

@@ -115,8 +115,7 @@ TEST(ControlAssignments, HybridPlanGivesEachMemberItsStageGroupRankAndNeighbours
   options.lr = 0.003;
   options.seed = 42;
   options.start_step = 7;
-  const std::vector<int> ports = {29500, 29501, 29502};
-  const auto assignments = control::buildAssignments(hybridPlan(), model, cluster, options, ports);
+  const auto assignments = control::buildAssignments(hybridPlan(), model, cluster, options);
 
   // One per member, in stage then member order.
   ASSERT_EQ(assignments.size(), 5u);
@@ -179,19 +178,19 @@ TEST(ControlAssignments, HybridPlanGivesEachMemberItsStageGroupRankAndNeighbours
   EXPECT_EQ(last.previous(0).name(), "d2");
 
   // The store of a group is on its rank-0 member's host, one port per stage.
-  EXPECT_EQ(assignments[0].store_address(), "10.0.0.2:29500");
-  EXPECT_EQ(assignments[1].store_address(), "10.0.0.2:29500");
-  EXPECT_EQ(assignments[2].store_address(), "10.0.0.3:29501");
-  EXPECT_EQ(assignments[3].store_address(), "10.0.0.5:29502");
-  EXPECT_EQ(assignments[4].store_address(), "10.0.0.5:29502");
+  // Each group meets at its rank-0 member's worker.
+  EXPECT_EQ(assignments[0].store_address(), "10.0.0.2:50051");
+  EXPECT_EQ(assignments[1].store_address(), "10.0.0.2:50051");
+  EXPECT_EQ(assignments[2].store_address(), "10.0.0.3:50052");
+  EXPECT_EQ(assignments[3].store_address(), "10.0.0.5:50054");
+  EXPECT_EQ(assignments[4].store_address(), "10.0.0.5:50054");
 }
 
 TEST(ControlAssignments, MemberWithoutAddressIsAnError) {
   const ModelSpec model = testing::uniformLinearModel(8, 32);
   const Cluster cluster = testing::makeCluster({100, 90, 50, 20, 20});  // no addresses
-  const std::vector<int> ports = {1, 2, 3};
   try {
-    control::buildAssignments(hybridPlan(), model, cluster, TrainingOptions{}, ports);
+    control::buildAssignments(hybridPlan(), model, cluster, TrainingOptions{});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'d1' has no worker address"), std::string::npos) << e.what();
@@ -482,7 +481,7 @@ TEST(ControlCoordinator, WorkerReportingAnErrorAbortsTheRunAndStopsTheOthers) {
   } catch (const WorkerError& e) {
     EXPECT_EQ(e.worker(), "d2");
     EXPECT_EQ(std::string(e.what()),
-              "worker 'd2' (" + fakes.servers[2]->address() + ") failed: stage 1 diverged: loss is NaN at step 3");
+              "worker 'd2' (" + fakes.servers[2]->address() + ") failed: INTERNAL: stage 1 diverged: loss is NaN at step 3");
   }
   EXPECT_LE(seen.size(), 2u);
   for (int d = 0; d < 5; ++d) EXPECT_GE(fakes.worker(d).stops(), 1) << d;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "cost/cost_model.h"
@@ -82,7 +83,7 @@ TEST(CostModel, BackupsCountInMemoryWhereTheyAreKept) {
   EXPECT_EQ(one.backupTarget(0), 1);
   one.stages = {{0, 2, {{0, 2}}}};
   EXPECT_EQ(one.backupTarget(0), -1);
-  EXPECT_THROW(cost.setBackups(-1, 0), Error);
+  EXPECT_THROW(cost.setBackups(-1, 0), std::logic_error) << "a programming error, not input";
 }
 
 TEST(CostModel, SplitIsProportionalToSpeed) {
@@ -219,7 +220,10 @@ TEST(CostModel, AllReduceTakesTheSlowestMembersCopiesWhenTheyOutlastTheWire) {
     dev->set_allreduce_ms_per_mb(3 * copy_ms);
     auto* b = dev->add_batches();
     b->set_micro_batch(1);
-    b->add_layers()->set_layer(0);
+    auto* t = b->add_layers();
+    t->set_layer(0);
+    t->set_forward_ms(1);  // a profile times its layers (one of all zeros is refused)
+    t->set_backward_ms(2);
   }
   cost.setProfiles(set);
   // 8 MiB: flatten + unflatten at 2 ms/MiB, and the ring at 2(g-1)/g = 1.5 times a pair's 6 ms/MiB.
@@ -265,6 +269,36 @@ TEST(CostModel, SoloThroughputIsBatchOverWholeModelTime) {
   const CostModel cost(model, cluster);
   const double per_sample_ms = 3 * (20000.0 + 40000.0) / 10e9 * 1e3;
   EXPECT_NEAR(cost.soloSamplesPerSecond(0, 32), 1000.0 / per_sample_ms, 1e-6);
+}
+
+TEST(CostModel, AProfileOfImpossibleTimesIsRefused) {
+  const ModelSpec model = uniformLinearModel(2, 100);
+  const Cluster cluster = makeCluster({10, 10});
+  const auto refusal = [&](double forward_ms, double backward_ms) {
+    v1::ProfileSet set;
+    auto* dev = set.add_devices();
+    dev->set_device("d0");
+    auto* b = dev->add_batches();
+    b->set_micro_batch(2);
+    for (int l = 0; l < 2; ++l) {
+      auto* t = b->add_layers();
+      t->set_layer(l);
+      t->set_forward_ms(forward_ms);
+      t->set_backward_ms(backward_ms);
+    }
+    CostModel cost(model, cluster, Optimizer::Sgd);
+    try {
+      cost.setProfiles(set);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal(1, 2), "accepted");
+  EXPECT_EQ(refusal(0, 0), "profile of 'd0': every layer takes 0 ms at micro-batch 2: not a measured profile");
+  EXPECT_NE(refusal(-1, 2).find("negative or not a number"), std::string::npos);
+  EXPECT_NE(refusal(1, std::nan("")).find("negative or not a number"), std::string::npos);
+  EXPECT_NE(refusal(INFINITY, 1).find("negative or not a number"), std::string::npos);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "planner/planner.h"
 #include "planner/planners.h"
 #include "random_instances.h"
+#include "test_fixtures.h"
 #include "sim/simulator.h"
 
 namespace stagecraft {
@@ -136,6 +137,20 @@ TEST(PlannerRegistry, UnknownNameThrowsListingTheKnownOnes) {
     const std::string what = e.what();
     EXPECT_TRUE(contains(what, "alpa")) << what;
     for (const auto& name : plannerNames()) EXPECT_TRUE(contains(what, name)) << what;
+  }
+}
+
+TEST(PlannerRegistry, ABatchTooLargeToSearchIsRefusedAtOnce) {
+  const ModelSpec model = testing::uniformLinearModel(4, 100);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  const CostModel cost(model, cluster, Optimizer::Sgd);
+  PlanRequest request;
+  request.batch_size = 1000000;
+  try {
+    makePlan(*makePlanner("hybrid"), cost, request);
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "batch 1000000 is larger than 65536, the most a plan is searched for");
   }
 }
 

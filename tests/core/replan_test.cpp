@@ -230,7 +230,7 @@ TEST(Replan, ComputeFactorsMakeAProfiledCostModelPredictWhatTheMembersMeasured) 
   EXPECT_NEAR(e.stages[0].forward_ms, 1.5 * f0, 1e-9);
   EXPECT_NEAR(e.bottleneck_ms, 1.5 * (f0 + b0), 1e-9);
 
-  EXPECT_THROW(calibrated.setComputeFactors({1, 1}), Error);
+  EXPECT_THROW(calibrated.setComputeFactors({1, 1}), std::logic_error);
   EXPECT_THROW(calibrated.setComputeFactors({1, 0, 1}), Error);
   EXPECT_THROW(calibrated.setComputeFactors({1, std::nan(""), 1}), Error);
 }

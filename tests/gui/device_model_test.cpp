@@ -113,13 +113,25 @@ class DeviceModelTest : public QObject {
     beacon.set_measured_gflops(30);
     beacon.set_memory_mb(1024);
     QCOMPARE(model.mergeBeacon(beacon), 0);  // same address: the file's edge-a
-    QCOMPARE(model.status("edge-a"), DeviceStatus::Busy);
+    QCOMPARE(model.nameAt(0), QStringLiteral("edge-a"));
+    // A beacon is a hint anyone can send: only the worker's Describe answer says it is up.
+    QCOMPARE(model.status("edge-a"), DeviceStatus::Unknown);
     beacon.set_name("edge-b");
     beacon.set_address("10.0.0.6:50051");
     beacon.set_state("idle");
-    QCOMPARE(model.mergeBeacon(beacon), 1);  // same name: edge-b gets its address
+    QCOMPARE(model.mergeBeacon(beacon), 1);  // same name, no address yet: edge-b gets this one
     QCOMPARE(model.data(model.index(1, DeviceModel::AddressColumn)).toString(), QStringLiteral("10.0.0.6:50051"));
-    QCOMPARE(model.status("edge-b"), DeviceStatus::Reachable);
+    QCOMPARE(model.status("edge-b"), DeviceStatus::Unknown);
+    // A beacon naming a device that has an address elsewhere does not move it.
+    QSignalSpy conflicts(&model, &DeviceModel::beaconConflict);
+    beacon.set_name("edge-a");
+    beacon.set_address("10.0.0.66:50051");
+    QCOMPARE(model.mergeBeacon(beacon), -1);
+    QCOMPARE(model.data(model.index(0, DeviceModel::AddressColumn)).toString(), QStringLiteral("10.0.0.5:50051"));
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(conflicts.count(), 1);
+    QCOMPARE(conflicts.first().at(1).toString(), QStringLiteral("10.0.0.5:50051"));
+    QCOMPARE(conflicts.first().at(2).toString(), QStringLiteral("10.0.0.66:50051"));
     beacon.set_name("end-new");
     beacon.set_address("10.0.0.7:50051");
     beacon.set_tier("end");
@@ -199,14 +211,15 @@ class DeviceModelTest : public QObject {
   }
 
   void aWorkerHeardForTheFirstTimeIsAnnouncedAndHighlighted() {
+    FakeWorkerServer worker(script("orin-lab"));
     DeviceModel model;
-    model.setMonitoring(false);
+    model.setProbeInterval(100ms);
     model.loadCluster(clusterOf({{"edge-a", "10.0.0.5:50051"}}));
     QSignalSpy discovered(&model, &DeviceModel::deviceDiscovered);
     stagecraft::v1::Beacon beacon;
     beacon.set_name("orin-lab");
     beacon.set_tier("edge");
-    beacon.set_address("10.0.0.9:50051");
+    beacon.set_address(worker.address());
     beacon.set_state("idle");
     beacon.set_measured_gflops(40);
     beacon.set_memory_mb(2048);
@@ -220,10 +233,24 @@ class DeviceModelTest : public QObject {
     QCOMPARE(discovered.count(), 1);
     // The highlight fades by itself.
     QTRY_VERIFY_WITH_TIMEOUT(model.data(model.index(1, 0), Qt::BackgroundRole).isNull(), kTimeoutMs);
-    // It can be planned on as it is (its speed, memory and address are known).
-    const auto device = model.plannableDevice("orin-lab");
-    QVERIFY(device);
-    QCOMPARE(device->address(), std::string("10.0.0.9:50051"));
+    // It can be planned on once its worker answered Describe (the beacon alone is a hint).
+    QTRY_VERIFY_WITH_TIMEOUT(model.plannableDevice("orin-lab").has_value(), kTimeoutMs);
+    QCOMPARE(model.plannableDevice("orin-lab")->address(), worker.address());
+  }
+
+  void aBeaconAloneIsNotEnoughToPlanOn() {
+    DeviceModel model;
+    model.setMonitoring(false);
+    stagecraft::v1::Beacon beacon;
+    beacon.set_name("forged");
+    beacon.set_tier("cloud");
+    beacon.set_address("10.0.0.99:50051");
+    beacon.set_state("idle");
+    beacon.set_measured_gflops(5000);
+    beacon.set_memory_mb(65536);
+    QCOMPARE(model.mergeBeacon(beacon), 0);
+    QCOMPARE(model.status("forged"), DeviceStatus::Unknown);
+    QVERIFY(!model.plannableDevice("forged"));
   }
 
   void addByAddressDescribesTheWorkerOrSaysWhyNot() {

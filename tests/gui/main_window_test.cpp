@@ -10,6 +10,7 @@
 #include <QUndoStack>
 
 #include "editor/partition_editor.h"
+#include "fake_worker.h"
 #include "editor/plan_session.h"
 #include "live/live_charts.h"
 #include "live/timeline_chart.h"
@@ -140,6 +141,9 @@ class MainWindowTest : public QObject {
   }
 
   void aWorkerHeardOnTheBeaconDraggedOntoAStageJoinsThePlan() {
+    stagecraft::testing::FakeWorkerScript script;
+    script.name = "orin-lab";
+    stagecraft::testing::FakeWorkerServer worker(script);
     MainWindow window;
     window.openStartup(QStringLiteral("jetson-edge"), QStringLiteral("mlp"), {});
     PlanSession* session = window.session();
@@ -147,11 +151,13 @@ class MainWindowTest : public QObject {
     v1::Beacon beacon;
     beacon.set_name("orin-lab");
     beacon.set_tier("edge");
-    beacon.set_address("127.0.0.1:50999");
+    beacon.set_address(worker.address());
     beacon.set_state("idle");
     beacon.set_measured_gflops(900);
     beacon.set_memory_mb(16384);
     const int row = window.devices()->mergeBeacon(beacon);
+    // Heard, then verified: its worker answers Describe.
+    QTRY_VERIFY_WITH_TIMEOUT(window.devices()->plannableDevice(QStringLiteral("orin-lab")).has_value(), 10000);
     // Dragged from the device list onto stage 0 of the editor, as the mouse does it.
     std::unique_ptr<QMimeData> data(window.devices()->mimeData({window.devices()->index(row, 0)}));
     auto* editor = window.findChild<PartitionEditor*>();

@@ -176,7 +176,7 @@ void FakeWorker::train(std::int64_t first, std::int64_t last) {
       v1::TelemetryEvent error;
       error.set_worker(script_.name);
       error.set_job(assignment.job());
-      error.set_error("stage " + std::to_string(assignment.stage()) + " diverged: loss is NaN at step " +
+      error.set_error("INTERNAL: stage " + std::to_string(assignment.stage()) + " diverged: loss is NaN at step " +
                       std::to_string(step));
       training_ = false;
       publish(error);

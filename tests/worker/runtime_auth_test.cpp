@@ -8,6 +8,7 @@
 #include "control/coordinator.h"
 #include "io/error.h"
 #include "runtime_test_driver.h"
+#include "stagecraft/v1/group_store.grpc.pb.h"
 #include "worker_options.h"
 
 namespace stagecraft::worker::testing {
@@ -78,6 +79,15 @@ std::map<std::string, grpc::StatusCode> everyCall(WorkerProcess& w, const std::s
     out["Push"] = writer->Finish().error_code();
   }
   {
+    auto store = v1::GroupStore::NewStub(grpc::CreateChannel(w.address(), grpc::InsecureChannelCredentials()));
+    v1::GroupStoreRequest request;
+    request.set_job("intruder");
+    request.set_op(v1::GroupStoreRequest::GET);
+    request.add_keys("k");
+    v1::GroupStoreReply reply;
+    out["GroupStore"] = store->Call(contextWith(token).get(), request, &reply).error_code();
+  }
+  {
     auto context = contextWith(token);
     auto reader = stub.Telemetry(context.get(), {});
     v1::TelemetryEvent event;
@@ -96,7 +106,7 @@ TEST(RuntimeAuth, EveryCallWithoutTheRightTokenIsRefusedAndTheWorkerGoesOnServin
 
   for (const std::string& given : {std::string(), wrong, std::string("short")}) {
     const auto calls = everyCall(w, given);
-    EXPECT_EQ(calls.size(), 11u);
+    EXPECT_EQ(calls.size(), 12u);
     for (const auto& [call, code] : calls) {
       EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED) << call << " with token '" << given << "'";
     }

@@ -2,7 +2,9 @@
 // and `stagecraft-cli discover`, carries its current state, and never holds up shutdown.
 #include <google/protobuf/util/json_util.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "control/discovery.h"
 #include "model/zoo.h"
@@ -95,6 +97,23 @@ TEST(RuntimeBeacon, DiscoverJsonListsTheWorker) {
   const int port = listener.port();
   WorkerProcess w("discovered", beaconFlags("127.255.255.255", port));
   ASSERT_TRUE(hear(listener, "discovered", 20s));
+  // Beside it, a forged beacon: a name and an address where no worker answers.
+  std::atomic<bool> forging{true};
+  std::thread forger([&] {
+    control::BeaconSender sender("127.255.255.255", port);
+    v1::Beacon forged;
+    forged.set_name("forged");
+    forged.set_tier("cloud");
+    forged.set_address("127.0.0.1:" + std::to_string(unusedPort()));
+    forged.set_state("idle");
+    forged.set_measured_gflops(5000);
+    forged.set_memory_mb(65536);
+    forged.set_version("0.1.0");
+    while (forging) {
+      sender.send(forged);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
   const std::string command =
       std::string(STAGECRAFT_CLI) + " discover --port " + std::to_string(port) + " --seconds 1 --json";
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -102,18 +121,30 @@ TEST(RuntimeBeacon, DiscoverJsonListsTheWorker) {
   std::string out;
   char chunk[4096];
   for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) out.append(chunk, n);
+  forging = false;
+  forger.join();
   ASSERT_EQ(::pclose(pipe), 0) << out;
   v1::BeaconList list;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &list).ok()) << out;
-  int found = 0;
-  for (const auto& b : list.beacons()) {
+  int found = 0, forged = 0;
+  ASSERT_EQ(list.checks_size(), list.beacons_size()) << out;
+  for (int i = 0; i < list.beacons_size(); ++i) {
+    const auto& b = list.beacons(i);
+    // A beacon is a hint: the worker behind it must answer Describe under that name.
+    if (b.name() == "forged") {
+      ++forged;
+      EXPECT_FALSE(list.checks(i).verified()) << out;
+      EXPECT_NE(list.checks(i).reason().find("is not reachable"), std::string::npos) << out;
+    }
     if (b.name() != "discovered") continue;
     ++found;
     EXPECT_EQ(b.address(), w.address());
     EXPECT_EQ(b.state(), "idle");
     EXPECT_TRUE(b.insecure());
+    EXPECT_TRUE(list.checks(i).verified()) << list.checks(i).reason();
   }
   EXPECT_EQ(found, 1) << out;  // once, though it beaconed ten times
+  EXPECT_EQ(forged, 1) << out;
   // The table says who may call it, and warns about a worker that answers anyone.
   FILE* table = ::popen((std::string(STAGECRAFT_CLI) + " discover --port " + std::to_string(port) +
                          " --seconds 1 2>&1").c_str(), "r");

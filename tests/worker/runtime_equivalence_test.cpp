@@ -1,10 +1,15 @@
 // The pipeline equals single-process training: real workers on loopback, three stages,
 // one of them a two-member group with unequal shares, against ReferenceTrainer.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
+#include "stagecraft/v1/group_store.grpc.pb.h"
 #include "torch_stage.h"
 
 namespace stagecraft::worker::testing {
@@ -182,6 +187,74 @@ TEST(RuntimeEquivalence, MlpGPipeInTwoStartsMatchesReferenceTrainer) {
 // vgg11: 16 layers (no BatchNorm, so splitting micro-batches changes nothing).
 TEST(RuntimeEquivalence, Vgg11OneFOneBMatchesReferenceTrainer) {
   expectEquivalent({"vgg11", {{0, 5, {4}}, {5, 13, {3, 1}}, {13, 16, {4}}}, 8, 2, "1f1b", 5, 0.002});
+}
+
+/// The local addresses (hex "ADDR:PORT" as /proc/net/tcp writes them) of the TCP sockets
+/// process `pid` listens on.
+std::vector<std::string> listeningAddresses(pid_t pid) {
+  std::set<std::string> inodes;
+  const std::filesystem::path fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& fd : std::filesystem::directory_iterator(fds)) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> out;
+  for (const char* table : {"tcp", "tcp6"}) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/net/" + table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (state == "0A" && inodes.count(inode)) out.push_back(local);
+    }
+  }
+  return out;
+}
+
+// A stage group meets at its rank-0 member's worker, through the token-checked GroupStore
+// service: nothing of the group listens on all interfaces (c10d's TCPStore would), and a
+// caller without the token cannot reach the store.
+TEST(RuntimeTraining, AGroupMeetsAtItsRankZeroWorkerAndNothingListensOnAllInterfaces) {
+  PipelineCase c{"mlp", {{0, 4, {3, 1}}, {4, 8, {4}}}, 8, 2, "1f1b", 2, 0.03};
+  PipelineRun run;
+  ASSERT_NO_FATAL_FAILURE(runPipeline(c, run));
+  for (const auto& w : run.workers) {
+    const auto listening = listeningAddresses(w->process().pid());
+    EXPECT_FALSE(listening.empty()) << w->name() << " serves gRPC";
+    for (const auto& local : listening) {
+      // 127.0.0.1 is 0100007F in tcp, ::ffff:127.0.0.1 or ::1 in tcp6; 0.0.0.0 and :: are zeros.
+      const std::string host = local.substr(0, local.find(':'));
+      const bool loopback = host == "0100007F" || host == "0000000000000000FFFF00000100007F" ||
+                            host == "00000000000000000000000001000000";
+      EXPECT_TRUE(loopback) << w->name() << " listens on " << local;
+    }
+  }
+  auto channel = grpc::CreateChannel(run.workers[0]->address(), grpc::InsecureChannelCredentials());
+  auto store = v1::GroupStore::NewStub(channel);
+  v1::GroupStoreRequest request;
+  request.set_job(run.assignments[0].job());
+  request.set_op(v1::GroupStoreRequest::GET);
+  request.add_keys("anything");
+  const auto ask = [&](const std::string& token, const v1::GroupStoreRequest& r) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!token.empty()) context.AddMetadata(control::kTokenMetadataKey, token);
+    v1::GroupStoreReply reply;
+    return store->Call(&context, r, &reply).error_code();
+  };
+  // These workers are --insecure (the driver's default), so only the job decides: the
+  // group of stage 0 meets at s0m0; another job's does not.
+  request.set_timeout_ms(100);
+  EXPECT_EQ(ask("", request), grpc::StatusCode::DEADLINE_EXCEEDED) << "no such key within 0.1 s";
+  v1::GroupStoreRequest other = request;
+  other.set_job("intruder");
+  EXPECT_EQ(ask("", other), grpc::StatusCode::FAILED_PRECONDITION);
+  v1::GroupStoreRequest empty = request;
+  empty.clear_keys();
+  EXPECT_EQ(ask("", empty), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST(RuntimeTraining, LossFallsOnTheSyntheticTask) {

@@ -367,7 +367,8 @@ inline std::vector<v1::StageAssignment> assignPipeline(const v1::StageAssignment
   }
   std::vector<v1::StageAssignment> out;
   for (size_t s = 0; s < stages.size(); ++s) {
-    const std::string store = "127.0.0.1:" + std::to_string(unusedPort());
+    // As the coordinator does: the group meets at its rank-0 member's worker.
+    const std::string store = groups[s].front().address();
     for (size_t r = 0; r < groups[s].size(); ++r) {
       v1::StageAssignment a = common;
       a.set_stage(static_cast<int>(s));

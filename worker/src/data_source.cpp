@@ -166,10 +166,10 @@ class SyntheticSequence final : public DataSource {
 std::string readFile(const std::string& path, const std::string& what) {
   if (path.empty()) throw Error(what + ": no file given");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(what + " '" + path + "': cannot open the file");
+  if (!in) throw environmentError(what + " '" + path + "': cannot open the file");
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  if (in.bad()) throw Error(what + " '" + path + "': read error");
+  if (in.bad()) throw environmentError(what + " '" + path + "': read error");
   return std::move(bytes).str();
 }
 

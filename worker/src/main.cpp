@@ -84,16 +84,20 @@ int main(int argc, char** argv) {
   try {
     WorkerNode node(options);
     WorkerService service(node, options.token);
+    GroupStoreService group_store(node, options.token);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     int port = 0;
     // One worker per port: with gRPC's default SO_REUSEPORT a second process could bind the
     // same port and silently take half of the connections.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+    // With --tls-*: mutual TLS for callers, and the same certificate for calls to peers.
+    control::setClientTls(options.tls);
+    builder.AddListeningPort(options.listen, control::workerServerCredentials(options.tls), &port);
     builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
     builder.SetMaxSendMessageSize(kMaxMessageBytes);
     builder.RegisterService(&service);
+    builder.RegisterService(&group_store);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) {
       std::fprintf(stderr, "stagecraft-worker: cannot listen on %s\n", options.listen.c_str());
@@ -113,6 +117,10 @@ int main(int argc, char** argv) {
     if (options.insecure) {
       std::fprintf(stderr, "stagecraft-worker: warning: --insecure: anyone who reaches %s can deploy, train, read and "
                            "overwrite this worker's model\n", address.c_str());
+    }
+    if (options.tls) {
+      std::fprintf(stderr, "stagecraft-worker: mutual TLS: callers and peers must show a certificate signed by %s\n",
+                   options.tls_files.ca.c_str());
     }
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);

@@ -1,18 +1,100 @@
 #include "peer_inbox.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace stagecraft::worker {
+namespace {
 
-void PeerInbox::open(const std::string& job) {
+std::string shapeText(const google::protobuf::RepeatedField<std::int64_t>& shape) {
+  std::string out = "[";
+  for (int i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+bool allFinite(const std::string& bytes) {
+  const std::size_t n = bytes.size() / sizeof(float);
+  for (std::size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, bytes.data() + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) {
+  const std::string from = std::string(tensor.gradient() ? "gradients" : "activations") + " from '" +
+                           tensor.sender() + "'";
+  if (tensor.samples() <= 0 || tensor.sample_begin() < 0 || tensor.micro_batch() < 0 || tensor.step() < 0) {
+    return from + " have a bad step, micro-batch or sample range";
+  }
+  if (tensor.micro_batch() >= rules.microbatches) {
+    return from + " are for micro-batch " + std::to_string(tensor.micro_batch()) + " of " +
+           std::to_string(rules.microbatches);
+  }
+  const InboxRules::Flow* flow = nullptr;
+  bool known = false;
+  for (const auto& f : rules.flows) {
+    if (f.sender != tensor.sender() || f.gradient != tensor.gradient()) continue;
+    known = true;
+    if (f.sample_begin == tensor.sample_begin() && f.samples == tensor.samples()) flow = &f;
+  }
+  if (!known) return from + ": not a neighbour that sends this stage " + (tensor.gradient() ? "gradients" : "activations");
+  if (!flow) {
+    return from + " are for samples " + std::to_string(tensor.sample_begin()) + "+" +
+           std::to_string(tensor.samples()) + ", which the plan has it not send here";
+  }
+  const v1::Tensor& t = tensor.tensor();
+  if (t.dtype() != "float32") return from + " are of dtype '" + t.dtype() + "', not float32";
+  bool shape_ok = t.shape_size() == static_cast<int>(flow->sample_shape.size()) + 1 && t.shape(0) == flow->samples;
+  std::size_t elements = static_cast<std::size_t>(flow->samples);
+  for (std::size_t i = 0; shape_ok && i < flow->sample_shape.size(); ++i) {
+    shape_ok = t.shape(static_cast<int>(i) + 1) == flow->sample_shape[i];
+    elements *= static_cast<std::size_t>(flow->sample_shape[i]);
+  }
+  if (!shape_ok) {
+    std::string expected = "[" + std::to_string(flow->samples);
+    for (auto d : flow->sample_shape) expected += ", " + std::to_string(d);
+    return from + " have shape " + shapeText(t.shape()) + ", not " + expected + "]";
+  }
+  if (t.data().size() != elements * sizeof(float)) {
+    return from + " hold " + std::to_string(t.data().size()) + " bytes for shape " + shapeText(t.shape()) + " (" +
+           std::to_string(elements * sizeof(float)) + " expected)";
+  }
+  return {};
+}
+
+void PeerInbox::open(const std::string& job, InboxRules rules) {
   {
     std::lock_guard lock(mutex_);
     job_ = job;
+    rules_ = std::move(rules);
     open_ = true;
     aborted_.reset();
     slices_.clear();
+    held_bytes_ = 0;
+    non_finite_ = 0;
   }
   arrived_.notify_all();
+}
+
+void PeerInbox::reopen() {
+  {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    aborted_.reset();
+    slices_.clear();
+    held_bytes_ = 0;
+  }
+  arrived_.notify_all();
+}
+
+std::size_t PeerInbox::nonFiniteSlices() const {
+  std::lock_guard lock(mutex_);
+  return non_finite_;
 }
 
 void PeerInbox::abort(const WorkerError& reason) {
@@ -20,6 +102,7 @@ void PeerInbox::abort(const WorkerError& reason) {
     std::lock_guard lock(mutex_);
     aborted_ = reason;
     slices_.clear();
+    held_bytes_ = 0;
   }
   arrived_.notify_all();
 }
@@ -33,11 +116,20 @@ void PeerInbox::put(v1::PeerTensor tensor) {
       throw WorkerError(ErrorCode::FailedPrecondition,
                         "tensor of job '" + tensor.job() + "' but this worker runs job '" + job_ + "'");
     }
-    if (tensor.samples() <= 0 || tensor.sample_begin() < 0 || tensor.micro_batch() < 0 || tensor.step() < 0) {
-      throw WorkerError(ErrorCode::InvalidArgument, "peer tensor from '" + tensor.sender() +
-                                                         "' has a bad step, micro-batch or sample range");
+    if (const std::string why = inboxRefusal(tensor, rules_); !why.empty()) {
+      throw WorkerError(ErrorCode::InvalidArgument, why);
     }
+    const std::size_t bytes = tensor.tensor().data().size();
     Key key{tensor.step(), tensor.micro_batch(), tensor.gradient(), tensor.sample_begin()};
+    const auto held = slices_.find(key);
+    const std::size_t replaced = held == slices_.end() ? 0 : held->second.tensor().data().size();
+    if (held_bytes_ - replaced + bytes > rules_.max_bytes) {
+      throw WorkerError(ErrorCode::ResourceExhausted,
+                        "the inbox holds " + std::to_string(held_bytes_ >> 20) + " MiB of slices, its limit; '" +
+                            tensor.sender() + "' is too far ahead (step " + std::to_string(tensor.step()) + ")");
+    }
+    if (!allFinite(tensor.tensor().data())) ++non_finite_;
+    held_bytes_ = held_bytes_ - replaced + bytes;
     slices_[key] = std::move(tensor);
   }
   arrived_.notify_all();
@@ -57,7 +149,9 @@ int PeerInbox::coveredLocked(std::int64_t step, int micro_batch, bool gradient, 
 std::vector<v1::PeerTensor> PeerInbox::take(std::int64_t step, int micro_batch, bool gradient, int begin,
                                             int count, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  slices_.erase(slices_.begin(), slices_.lower_bound(Key{step, 0, false, 0}));
+  const auto stale = slices_.lower_bound(Key{step, 0, false, 0});
+  for (auto it = slices_.begin(); it != stale; ++it) held_bytes_ -= it->second.tensor().data().size();
+  slices_.erase(slices_.begin(), stale);
   const bool done = arrived_.wait_for(lock, timeout, [&] {
     return aborted_.has_value() || coveredLocked(step, micro_batch, gradient, begin, count) >= count;
   });
@@ -75,6 +169,7 @@ std::vector<v1::PeerTensor> PeerInbox::take(std::int64_t step, int micro_batch, 
   while (at < begin + count) {
     auto it = slices_.find(Key{step, micro_batch, gradient, at});
     at += it->second.samples();
+    held_bytes_ -= it->second.tensor().data().size();
     out.push_back(std::move(it->second));
     slices_.erase(it);
   }

@@ -15,19 +15,47 @@
 
 namespace stagecraft::worker {
 
+/// What a stage may be pushed: by whom, which samples, of which shape. Anything else is
+/// refused with INVALID_ARGUMENT before it is held.
+struct InboxRules {
+  /// One neighbour's slice of every micro-batch: activations from a member of the previous
+  /// group, or gradients from a member of the next.
+  struct Flow {
+    std::string sender;
+    bool gradient = false;
+    int sample_begin = 0;                   ///< within the micro-batch
+    int samples = 0;
+    std::vector<std::int64_t> sample_shape; ///< one sample's; the tensor is [samples, ...] float32
+  };
+  std::vector<Flow> flows;
+  int microbatches = 0;
+  /// The most bytes of tensor data held at once; a peer running ahead past it is refused
+  /// (RESOURCE_EXHAUSTED) instead of growing the inbox without bound.
+  std::size_t max_bytes = 0;
+};
+
 /// Activation and gradient slices that peers pushed, until the stage takes them.
 /// Slices are keyed by (step, micro-batch, gradient, sample_begin): a peer that resends a
 /// slice after a restart replaces the old copy (which, for an unfinished step, is equal).
 class PeerInbox {
  public:
-  /// Starts accepting slices of `job` and drops everything held.
-  void open(const std::string& job);
+  /// Starts accepting slices of `job` that `rules` allow and drops everything held.
+  void open(const std::string& job, InboxRules rules);
+  /// open() again with the job and rules it had (after a failed or stopped run).
+  void reopen();
   /// Stops accepting; waiters and later put()s fail with `reason` until open() again.
   void abort(const WorkerError& reason);
 
-  /// Files a slice. Throws WorkerError: FailedPrecondition for another job, or the abort
-  /// reason.
+  /// Files a slice. Throws WorkerError: FailedPrecondition for another job, InvalidArgument
+  /// for a slice the rules do not allow (a sender that is no neighbour, samples it does not
+  /// send, a wrong shape, dtype or size), ResourceExhausted past max_bytes, or the abort
+  /// reason. Values that are not finite are taken, and counted (nonFiniteSlices()): they are
+  /// a diverging peer's, and the coordinator's divergence guard sees them in the loss.
   void put(v1::PeerTensor tensor);
+
+  /// Slices taken in that held a NaN or an infinity, since open(); the stage logs each new
+  /// one to the coordinator.
+  std::size_t nonFiniteSlices() const;
 
   /// Waits until slices covering samples [begin, begin + count) of a micro-batch have come
   /// and removes them, in sample order. Slices of earlier steps are dropped as stale.
@@ -50,6 +78,12 @@ class PeerInbox {
   bool open_ = false;
   std::optional<WorkerError> aborted_;
   std::map<Key, v1::PeerTensor> slices_;
+  InboxRules rules_;
+  std::size_t held_bytes_ = 0;
+  std::size_t non_finite_ = 0;
 };
+
+/// Why `tensor` breaks `rules` (one sentence naming the sender), or empty when it does not.
+std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules);
 
 }  // namespace stagecraft::worker

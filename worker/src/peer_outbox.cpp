@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 #include "status_mapping.h"
 
 namespace stagecraft::worker {
@@ -14,7 +15,8 @@ std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
   // Fail over quickly to "unreachable" instead of backing off for long between tries.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  // TLS when the worker was started with --tls-*: peers check each other as callers do.
+  return grpc::CreateCustomChannel(address, control::workerChannelCredentials(), args);
 }
 
 struct PeerOutbox::Peer {

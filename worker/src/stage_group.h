@@ -1,6 +1,7 @@
 #pragma once
-// The data-parallel group of a stage: c10d's TCPStore (rank 0 serves it) and a Gloo
-// process group, connected in the background so Deploy never waits for the other members.
+// The data-parallel group of a stage: a store kept by rank 0's worker (group_store.h) and
+// a Gloo process group, connected in the background so Deploy never waits for the other
+// members.
 
 #include <torch/torch.h>
 
@@ -9,13 +10,15 @@
 #include <memory>
 #include <string>
 
+#include "group_store.h"
+
 namespace stagecraft::worker {
 
 class StageGroup {
  public:
-  /// Starts connecting rank `rank` of `size` through the store at `store_address`
-  /// (host:port); `own_host` is the address Gloo binds to. Returns at once.
-  StageGroup(std::string store_address, std::string own_host, int rank, int size, std::string prefix,
+  /// Starts connecting rank `rank` of `size` through `rendezvous` (rank 0's own store, or
+  /// rank 0's worker); `own_host` is the address Gloo binds to. Returns at once.
+  StageGroup(GroupRendezvous rendezvous, std::string own_host, int rank, int size, std::string prefix,
              std::chrono::milliseconds timeout);
   ~StageGroup();
   StageGroup(const StageGroup&) = delete;

@@ -1,5 +1,6 @@
 #include "stage_layout.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -108,12 +109,13 @@ StageLayout layoutStage(const v1::StageAssignment& a) {
   checkGroup(a.group(), "group", l.micro_batch_size);
   for (int i = 0; i < l.rank; ++i) l.sample_begin += a.group(i).samples();
   l.samples = a.group(l.rank).samples();
+  // A group meets at its rank-0 member's worker (its GroupStore service): no other
+  // address is taken from the assignment, whatever store_address says.
   if (l.group_size > 1) {
-    const auto& s = a.store_address();
+    const auto& s = a.group(0).address();
     const auto colon = s.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-      invalid("store_address '" + s + "' is not HOST:PORT (a group of " + std::to_string(l.group_size) +
-              " needs one for its all-reduce)");
+      invalid("the group's rank-0 member has address '" + s + "', not HOST:PORT (its group meets there)");
     }
   }
 
@@ -172,6 +174,32 @@ void checkMemory(const StageLayout& layout, double limit_mb, const std::string& 
                   limit_flag.c_str(), limit_mb);
     throw WorkerError(ErrorCode::ResourceExhausted, text);
   }
+}
+
+InboxRules inboxRules(const StageLayout& layout, const v1::Model& model) {
+  InboxRules rules;
+  rules.microbatches = layout.microbatches;
+  const auto shapeAt = [&](int layer) {
+    std::vector<std::int64_t> shape;
+    if (layer >= 0 && layer < model.layers_size()) {
+      for (const int d : model.layers(layer).input_shape()) shape.push_back(d);
+    }
+    return shape;
+  };
+  double step_bytes = 0;
+  const auto add = [&](const std::vector<PeerSlice>& peers, bool gradient, int layer) {
+    const std::vector<std::int64_t> shape = shapeAt(layer);
+    double sample_bytes = sizeof(float);
+    for (const auto d : shape) sample_bytes *= static_cast<double>(d);
+    for (const PeerSlice& p : peers) {
+      rules.flows.push_back({p.peer, gradient, p.sample_begin, p.samples, shape});
+      step_bytes += sample_bytes * p.samples * layout.microbatches;
+    }
+  };
+  add(layout.previous, false, layout.layer_begin);
+  add(layout.next, true, layout.layer_end);
+  rules.max_bytes = static_cast<std::size_t>(std::max(3 * step_bytes, 64.0 * (1 << 20)));
+  return rules;
 }
 
 }  // namespace stagecraft::worker

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_inbox.h"
 #include "plan/plan.h"
 #include "sim/simulator.h"
 #include "stagecraft/v1/worker.pb.h"
@@ -57,6 +58,12 @@ struct StageLayout {
 /// outside the group, shares that do not sum to batch / microbatches, an indivisible
 /// batch, an unknown schedule or optimizer, a missing neighbour or store address.
 StageLayout layoutStage(const v1::StageAssignment& assignment);
+
+/// What this member's peers may push it under `layout` of `model`: activations shaped as
+/// layer layout.layer_begin's input from the previous group's members, gradients shaped as
+/// layer layout.layer_end's input from the next group's, each for the samples they share;
+/// at most three steps' worth held (and 64 MiB at least).
+InboxRules inboxRules(const StageLayout& layout, const v1::Model& model);
 
 /// Throws WorkerError(ResourceExhausted) naming what the stage needs and the limit when
 /// `layout.memory_bytes` exceeds `limit_mb`; `limit_flag` says where the limit comes from.

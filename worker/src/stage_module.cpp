@@ -432,19 +432,19 @@ torch::Tensor fromProto(const v1::Tensor& tensor) {
     type = torch::kInt64;
     element = 8;
   } else {
-    throw Error(label + ": dtype must be float32 or int64, got '" + tensor.dtype() + "'");
+    throw protocolError(label + ": dtype must be float32 or int64, got '" + tensor.dtype() + "'");
   }
   std::vector<std::int64_t> shape(tensor.shape().begin(), tensor.shape().end());
   std::uint64_t count = 1;
   for (auto d : shape) {
-    if (d < 0) throw Error(label + ": negative dimension in shape " + shapeText(shape));
+    if (d < 0) throw protocolError(label + ": negative dimension in shape " + shapeText(shape));
     if (d > 0 && count > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d)) {
-      throw Error(label + ": shape " + shapeText(shape) + " is too large");
+      throw protocolError(label + ": shape " + shapeText(shape) + " is too large");
     }
     count *= static_cast<std::uint64_t>(d);
   }
   if (count * element != tensor.data().size()) {
-    throw Error(label + ": " + std::to_string(tensor.data().size()) + " bytes of data, but shape " +
+    throw protocolError(label + ": " + std::to_string(tensor.data().size()) + " bytes of data, but shape " +
                 shapeText(shape) + " of " + tensor.dtype() + " needs " + std::to_string(count * element));
   }
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));

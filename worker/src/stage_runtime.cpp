@@ -57,6 +57,8 @@ struct StageRuntime::Impl {
   std::int64_t backup_every = 0;  // rank 0: keep and ship the state after every n-th step
   v1::Member backup_to;
 
+  std::size_t non_finite_seen = 0;  // the inbox's count when last told
+
   // Per iteration.
   Clock::time_point iteration_start;
   v1::IterationReport report;
@@ -89,6 +91,13 @@ struct StageRuntime::Impl {
     const auto start = Clock::now();
     auto slices = env.inbox->take(s, m, gradient, layout.sample_begin, layout.samples, env.peer_timeout);
     const auto end = Clock::now();
+    // Values that are not finite are a diverging neighbour's: say so to the coordinator,
+    // whose divergence guard sees the same in the loss.
+    if (const std::size_t bad = env.inbox->nonFiniteSlices(); bad > non_finite_seen && env.telemetry) {
+      env.telemetry->log(layout.job, "step " + std::to_string(s + 1) + ": " + std::to_string(bad - non_finite_seen) +
+                                         " slice(s) from peers held NaN or infinite values");
+      non_finite_seen = bad;
+    }
     std::vector<torch::Tensor> parts;
     parts.reserve(slices.size());
     for (const auto& slice : slices) {
@@ -282,8 +291,10 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
     d.data = DataSource::create(data, d.model);
   }
   if (d.layout.group_size > 1) {
-    d.group = std::make_unique<StageGroup>(assignment.store_address(), d.env.own_host, d.layout.rank,
-                                           d.layout.group_size,
+    // Rank 0's worker keeps the store; the others reach it where the plan says rank 0 is.
+    GroupRendezvous at{d.layout.rank == 0 ? d.env.group_store : nullptr, assignment.group(0).address(), d.env.token,
+                       d.layout.job, d.layout.stage};
+    d.group = std::make_unique<StageGroup>(std::move(at), d.env.own_host, d.layout.rank, d.layout.group_size,
                                            "stagecraft/" + d.layout.job + "/stage" + std::to_string(d.layout.stage),
                                            d.env.peer_timeout);
   }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "group_store.h"
 #include "stage_layout.h"
 #include "stagecraft/v1/cluster.pb.h"
 #include "stagecraft/v1/worker.pb.h"
@@ -32,6 +33,8 @@ struct RuntimeEnv {
   TelemetryHub* telemetry = nullptr;     ///< where iteration reports go
   BackupStore* backups = nullptr;        ///< where a rank-0 member keeps its stage's states
   BackupSender* backup_sender = nullptr; ///< ships them to the assignment's backup_to
+  /// A rank-0 member's store for its group (group_store.h), which its worker serves.
+  std::shared_ptr<GroupStoreHost> group_store;
 };
 
 class StageRuntime {

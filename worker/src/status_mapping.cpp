@@ -45,9 +45,12 @@ grpc::Status toStatus(std::exception_ptr error) {
   } catch (const WorkerError& e) {
     return {statusCode(e.code()), e.what()};
   } catch (const stagecraft::Error& e) {
-    return {grpc::StatusCode::INVALID_ARGUMENT, e.what()};
+    return {static_cast<grpc::StatusCode>(errorKindInfo(e.kind()).grpc_code), e.what()};
   } catch (const std::exception& e) {
-    return {grpc::StatusCode::INTERNAL, e.what()};
+    // LibTorch's errors carry a backtrace after their first line: one line for the caller.
+    std::string what = e.what();
+    if (const auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    return {grpc::StatusCode::INTERNAL, what};
   } catch (...) {
     return {grpc::StatusCode::INTERNAL, "unknown error"};
   }

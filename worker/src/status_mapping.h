@@ -11,8 +11,9 @@
 
 namespace stagecraft::worker {
 
-/// WorkerError by its code; stagecraft::Error (bad user input, e.g. a layer the model
-/// zoo rejects or weights that do not match) → INVALID_ARGUMENT; anything else → INTERNAL.
+/// WorkerError by its code; stagecraft::Error by its kind (kErrorKinds: bad input, e.g. a
+/// layer the model zoo rejects, → INVALID_ARGUMENT; a file the worker cannot read →
+/// FAILED_PRECONDITION); anything else → INTERNAL.
 grpc::Status toStatus(std::exception_ptr error);
 
 /// Runs `body` and turns whatever it throws into a status.

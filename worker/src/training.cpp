@@ -10,7 +10,6 @@
 #include <string_view>
 #include <thread>
 
-#include "control/net.h"
 #include "io/error.h"
 #include "model/model_spec.h"
 #include "stage_group.h"
@@ -71,18 +70,18 @@ torch::Tensor randomInput(const v1::Model& model, int n) {
 }
 
 /// CPU milliseconds per MiB that one member of a two-member Gloo group spends summing a
-/// buffer with the other over loopback, through a store on `port`: both members run in
-/// this process, so its CPU time covers both ends of every transfer (the kernel's copies,
-/// Gloo's reduction), and half of it is one member's. Throws when the pair cannot form.
-double timePairAllReduce(int port, int repeats) {
+/// buffer with the other over loopback: both members run in this process and meet at a
+/// store of its own, so its CPU time covers both ends of every transfer (the kernel's
+/// copies, Gloo's reduction), and half of it is one member's. Throws when the pair cannot
+/// form.
+double timePairAllReduce(int repeats) {
   constexpr std::int64_t kFloats = 4 << 20;  // 16 MiB
   constexpr double kMb = 16.0;
-  const std::string store = "127.0.0.1:" + std::to_string(port);
   const auto timeout = std::chrono::seconds(30);
-  // A prefix of this process's own, should another worker's store have taken the port.
-  const std::string prefix = "stagecraft/profile/" + std::to_string(::getpid()) + "/" + std::to_string(port);
-  StageGroup first(store, "127.0.0.1", 0, 2, prefix, timeout);
-  StageGroup second(store, "127.0.0.1", 1, 2, prefix, timeout);
+  const std::string prefix = "stagecraft/profile/" + std::to_string(::getpid());
+  const GroupRendezvous here{makeGroupStoreHost(timeout), "", "", "", 0};
+  StageGroup first(here, "127.0.0.1", 0, 2, prefix, timeout);
+  StageGroup second(here, "127.0.0.1", 1, 2, prefix, timeout);
   const std::atomic<bool> stop{false};
   torch::Tensor a = torch::randn({kFloats}), b = torch::randn({kFloats});
   auto sum_once = [&] {
@@ -113,16 +112,13 @@ double timePairAllReduce(int port, int repeats) {
   return median(cpu);
 }
 
-/// timePairAllReduce on a free loopback port; another process can take the port between
-/// the check and the bind, so up to three ports are tried. 0 (not timed) when none forms.
+/// timePairAllReduce, or 0 (not timed) when the pair does not form.
 double allReduceCpuMsPerMb(int repeats) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    try {
-      return timePairAllReduce(control::freeLoopbackPorts(1).front(), repeats);
-    } catch (const std::exception&) {
-    }
+  try {
+    return timePairAllReduce(repeats);
+  } catch (const std::exception&) {
+    return 0;
   }
-  return 0;
 }
 
 }  // namespace

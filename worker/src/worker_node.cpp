@@ -227,13 +227,23 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
     runtime_.reset();
     state_ = State::Idle;
     job_.clear();
+    // A rank 0 keeps its group's store from now: the other members may ask already.
+    group_store_.reset();
+    group_store_stage_ = -1;
+    if (layout.group_size > 1 && layout.rank == 0) {
+      group_store_ = makeGroupStoreHost(
+          std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000)));
+      group_store_stage_ = layout.stage;
+      group_store_job_ = assignment.job();
+    }
   }
-  inbox_.open(assignment.job());
+  inbox_.open(assignment.job(), inboxRules(layout, assignment.model()));
   // Whatever states were kept for the last deployment, the coordinator fetched them before
   // deploying this one.
   backups_.keepOnly("");
   RuntimeEnv env;
-  env.worker = options_.name;
+  // The name peers know this member by (the plan's), which their inboxes check.
+  env.worker = assignment.group(layout.rank).name();
   env.own_host = hostOf(assignment.group(layout.rank).address());
   if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
   env.slowdown = options_.slowdown;
@@ -244,6 +254,10 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   env.telemetry = &hub_;
   env.backups = &backups_;
   env.backup_sender = &backup_sender_;
+  {
+    std::lock_guard lock(mutex_);
+    env.group_store = group_store_;
+  }
   v1::DeployReply reply;
   reply.set_memory_mb(layout.memory_bytes / (1024.0 * 1024.0));
   reply.set_parameters(static_cast<std::int64_t>(layout.parameters));
@@ -307,7 +321,7 @@ void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t itera
   }
   // After a failure or a stop the inbox may hold slices of the unfinished step and is
   // aborted: start afresh so a later Start can run.
-  if (!outcome.finished()) inbox_.open(job);
+  if (!outcome.finished()) inbox_.reopen();
   {
     // Ready for the next Start before anyone hears that this run ended.
     std::lock_guard lock(mutex_);
@@ -373,6 +387,21 @@ v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) const {
                                                std::to_string(ref.step()) + " is held here");
   }
   return *state;
+}
+
+v1::GroupStoreReply WorkerNode::groupStore(const v1::GroupStoreRequest& request) {
+  std::shared_ptr<GroupStoreHost> store;
+  {
+    std::lock_guard lock(mutex_);
+    if (group_store_ && request.job() == group_store_job_ && request.stage() == group_store_stage_) {
+      store = group_store_;
+    }
+  }
+  if (!store) {
+    throw WorkerError(ErrorCode::FailedPrecondition, "no stage group of job '" + request.job() + "' stage " +
+                                                         std::to_string(request.stage()) + " meets here");
+  }
+  return store->call(request);
 }
 
 void WorkerNode::shutdown() {

@@ -12,6 +12,7 @@
 
 #include "backup_store.h"
 #include "blas_probe.h"
+#include "group_store.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stagecraft/v1/worker.pb.h"
@@ -61,6 +62,9 @@ class WorkerNode {
   std::vector<v1::BackupRef> backups(const std::string& job) const { return backups_.list(job); }
   /// Throws NotFound when the state is not held.
   v1::StageWeights backup(const v1::BackupRef& ref) const;
+  /// An operation on the store of the group this worker is rank 0 of (GroupStore). Throws
+  /// FailedPrecondition when no such group meets here (yet), or what the store throws.
+  v1::GroupStoreReply groupStore(const v1::GroupStoreRequest& request);
 
   TelemetryHub& telemetry() { return hub_; }
   /// A coordinator called (Start, Stop, Deploy, Heartbeat, weights, a Telemetry stream
@@ -97,6 +101,9 @@ class WorkerNode {
   State state_ = State::Idle;
   std::string job_;
   std::shared_ptr<StageRuntime> runtime_;
+  std::shared_ptr<GroupStoreHost> group_store_;  // when rank 0 of a group: its store
+  std::string group_store_job_;
+  int group_store_stage_ = -1;
   std::thread trainer_;
   std::chrono::steady_clock::time_point last_contact_ = std::chrono::steady_clock::now();
 

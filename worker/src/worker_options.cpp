@@ -32,6 +32,7 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
          "                         (--token-file PATH | --insecure) [--data-dir DIR]\n"
+         "                         [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
@@ -47,6 +48,10 @@ std::string workerUsage() {
          "  --token-file PATH      the cluster token (a private file, mode 0600): every call,\n"
          "                         a peer's included, must carry it\n"
          "  --insecure             answer every caller without a token (a trusted network only)\n"
+         "  --tls-cert PEM         this worker's certificate, signed by the cluster CA; with\n"
+         "  --tls-key PEM          its private key (mode 0600) and\n"
+         "  --tls-ca PEM           the CA's certificate: mutual TLS, callers and peers must show a\n"
+         "                         certificate the CA signed (packaging/make-certs makes them)\n"
          "  --data-dir DIR         the only folder Deploy may name data files in (MNIST, CIFAR-10);\n"
          "                         without it only synthetic data trains\n"
          "  --threads T            LibTorch threads (default: all cores)\n"
@@ -107,6 +112,12 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       if (o.token_file.empty()) throw Error("--token-file: must not be empty");
     } else if (flag == "--insecure") {
       o.insecure = true;
+    } else if (flag == "--tls-cert") {
+      o.tls_files.cert = next();
+    } else if (flag == "--tls-key") {
+      o.tls_files.key = next();
+    } else if (flag == "--tls-ca") {
+      o.tls_files.ca = next();
     } else if (flag == "--data-dir") {
       o.data_dir = next();
       struct stat st {};
@@ -157,6 +168,7 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
                 "answer anyone)");
   }
   if (!o.token_file.empty()) o.token = control::readTokenFile(o.token_file);
+  o.tls = control::readTlsFiles(o.tls_files);
   return o;
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "control/transport_security.h"
 
 namespace stagecraft::worker {
 
@@ -13,6 +16,8 @@ struct WorkerOptions {
   std::string token_file;       ///< the cluster token's file (mode 0600)
   std::string token;            ///< its contents, read by parseWorkerOptions(); empty only when insecure
   bool insecure = false;        ///< no token: every caller is answered
+  control::TlsFiles tls_files;  ///< --tls-cert, --tls-key, --tls-ca: mutual TLS when given
+  std::optional<control::TlsMaterial> tls;  ///< their contents, read by parseWorkerOptions()
   std::string data_dir;         ///< the only folder data files are read from; empty: none
   int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
   double slowdown = 1;          ///< compute takes this many times as long
@@ -28,7 +33,8 @@ struct WorkerOptions {
 
 /// Parses argv (without argv[0]) and reads the token file. Throws stagecraft::Error with a
 /// one-line reason for an unknown flag, a missing value, a value out of range, neither
-/// --token-file nor --insecure, or a token file that is not private.
+/// --token-file nor --insecure, a token file that is not private, or TLS files that are
+/// incomplete or unreadable.
 WorkerOptions parseWorkerOptions(const std::vector<std::string>& args);
 
 /// The --help text.

@@ -11,13 +11,23 @@ namespace stagecraft::worker {
 
 WorkerService::WorkerService(WorkerNode& node, std::string token) : node_(node), token_(std::move(token)) {}
 
-grpc::Status WorkerService::authorize(const grpc::ServerContext& context) const {
+grpc::Status authorizeCaller(const grpc::ServerContext& context, const std::string& token) {
   const auto& metadata = context.client_metadata();
   const auto found = metadata.find(control::kTokenMetadataKey);
   std::optional<std::string_view> given;
   if (found != metadata.end()) given = std::string_view(found->second.data(), found->second.size());
-  if (const char* why = control::tokenRefusal(given, token_)) return {grpc::StatusCode::UNAUTHENTICATED, why};
+  if (const char* why = control::tokenRefusal(given, token)) return {grpc::StatusCode::UNAUTHENTICATED, why};
   return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::authorize(const grpc::ServerContext& context) const {
+  return authorizeCaller(context, token_);
+}
+
+grpc::Status GroupStoreService::Call(grpc::ServerContext* context, const v1::GroupStoreRequest* request,
+                                     v1::GroupStoreReply* reply) {
+  if (grpc::Status denied = authorizeCaller(*context, token_); !denied.ok()) return denied;
+  return guarded([&] { *reply = node_.groupStore(*request); });
 }
 
 grpc::Status WorkerService::Describe(grpc::ServerContext* context, const v1::DescribeRequest*, v1::WorkerInfo* reply) {

@@ -2,11 +2,16 @@
 
 #include <string>
 
+#include "stagecraft/v1/group_store.grpc.pb.h"
 #include "stagecraft/v1/worker.grpc.pb.h"
 
 namespace stagecraft::worker {
 
 class WorkerNode;
+
+/// OK, or UNAUTHENTICATED when the call does not carry `token` (compared in constant time;
+/// an empty `token` lets everyone in).
+grpc::Status authorizeCaller(const grpc::ServerContext& context, const std::string& token);
 
 /// The gRPC face of a WorkerNode: checks the caller's cluster token, unpacks requests,
 /// delegates, maps errors (through status_mapping.h, nowhere else).
@@ -37,6 +42,19 @@ class WorkerService final : public v1::Worker::Service {
   /// OK, or UNAUTHENTICATED without the right token (compared in constant time).
   grpc::Status authorize(const grpc::ServerContext& context) const;
 
+  WorkerNode& node_;
+  std::string token_;
+};
+
+/// The GroupStore service: the store of the stage group this worker is rank 0 of, for the
+/// group's other members; the same token as every Worker call.
+class GroupStoreService final : public v1::GroupStore::Service {
+ public:
+  GroupStoreService(WorkerNode& node, std::string token) : node_(node), token_(std::move(token)) {}
+  grpc::Status Call(grpc::ServerContext* context, const v1::GroupStoreRequest* request,
+                    v1::GroupStoreReply* reply) override;
+
+ private:
   WorkerNode& node_;
   std::string token_;
 };

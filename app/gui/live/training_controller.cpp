@@ -371,7 +371,7 @@ void TrainingController::onIteration(std::uint64_t generation, int member, int d
 }
 
 void TrainingController::trainJob(std::int64_t target, bool continuing) {
-  if (!deployment_) throw Error("nothing is deployed");
+  if (!deployment_) throw std::logic_error("nothing is deployed");
   Deployment& d = *deployment_;
   {
     std::lock_guard lock(mutex_);
@@ -542,7 +542,7 @@ bool TrainingController::includeDevices(const QString& devices) {
 }
 
 void TrainingController::replanJob(control::ReplanRequest request, bool resume, std::int64_t target) {
-  if (!deployment_) throw Error("nothing is deployed to re-plan");
+  if (!deployment_) throw std::logic_error("nothing is deployed to re-plan");
   Deployment& d = *deployment_;
   const int members = request.plan ? memberCount(*request.plan) : 0;
   toGui([this, step = d.run->step(), members] {

@@ -108,6 +108,7 @@ QString DeviceModel::statusText(const Row& row) const {
     return row.worker_state == QLatin1String("training") ? tr("training") : tr("idle, job deployed");
   }
   if (row.status == DeviceStatus::Unknown && row.stopped) return tr("stopped");
+  if (row.status == DeviceStatus::Unknown && row.heard_only) return tr("heard, unconfirmed");
   return statusText(row.status);
 }
 
@@ -138,6 +139,11 @@ QString DeviceModel::statusTooltip(const Row& row) const {
   }
   if (address.isEmpty()) return tr("Device %1 has no worker address.").arg(name);
   if (row.stopped) return tr("The worker of %1 at %2 was stopped from this console.").arg(name, address);
+  if (row.heard_only) {
+    return tr("A beacon announced %1 at %2, but its worker has not answered Describe yet: a beacon is a hint "
+              "anyone on the network can send, so it cannot be planned on until then.")
+        .arg(name, address);
+  }
   if (!row.error.isEmpty()) return tr("The worker of %1 has not answered: %2").arg(name, row.error);
   return tr("The worker of %1 at %2 has not been asked yet.").arg(name, address);
 }
@@ -293,7 +299,9 @@ void DeviceModel::applyInfo(Row& row, const v1::WorkerInfo& info) {
   row.misses = 0;
 }
 
-int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info) {
+int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info) { return merge(address, info, true); }
+
+int DeviceModel::merge(const QString& address, const v1::WorkerInfo& info, bool verified) {
   const std::string addr = address.toStdString();
   int at = -1;
   for (size_t i = 0; i < rows_.size() && at < 0; ++i) {
@@ -319,13 +327,30 @@ int DeviceModel::mergeWorker(const QString& address, const v1::WorkerInfo& info)
     applyInfo(row, info);
     emitRowChanged(at);
   }
-  const bool busy = info.state() == "deployed" || info.state() == "training";
-  setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);
+  Row& merged = rows_[static_cast<size_t>(at)];
+  if (verified) {
+    merged.heard_only = false;
+    const bool busy = info.state() == "deployed" || info.state() == "training";
+    setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);
+  } else if (merged.status == DeviceStatus::Unknown && !merged.heard_only) {
+    merged.heard_only = true;
+    emitRowChanged(at);
+  }
   updateTargets();
   return at;
 }
 
 int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
+  const QString address = QString::fromStdString(beacon.address());
+  bool listed_here = false;
+  for (const Row& row : rows_) listed_here = listed_here || row.device.address == beacon.address();
+  if (const int named = rowOf(QString::fromStdString(beacon.name())); !listed_here && named >= 0) {
+    const std::string& known = rows_[static_cast<size_t>(named)].device.address;
+    if (!known.empty()) {
+      Q_EMIT beaconConflict(QString::fromStdString(beacon.name()), QString::fromStdString(known), address);
+      return -1;
+    }
+  }
   v1::WorkerInfo info;
   info.set_name(beacon.name());
   info.set_tier(beacon.tier());
@@ -338,7 +363,9 @@ int DeviceModel::mergeBeacon(const v1::Beacon& beacon) {
   info.set_measured_gflops(beacon.measured_gflops());
   info.set_insecure(beacon.insecure());
   const int before = rowCount();
-  const int at = mergeWorker(QString::fromStdString(beacon.address()), info);
+  const int at = merge(address, info, false);
+  // Its Describe answer, with the token, is what counts: ask at once for one not yet heard.
+  if (rowCount() > before || rows_[static_cast<size_t>(at)].status == DeviceStatus::Unknown) monitor_->probeNow();
   if (rowCount() > before) {
     // New here: highlighted for a moment, so the eye finds it in the list.
     const QString name = nameAt(at);
@@ -534,6 +561,7 @@ void DeviceModel::onProbed(const std::vector<control::WorkerProbe>& probes) {
       if (row.stopped && std::chrono::steady_clock::now() - row.stopped_at < kStoppingGrace) continue;
       applyInfo(row, probe.info);
       row.stopped = false;
+      row.heard_only = false;
       const bool busy = probe.info.state() == "deployed" || probe.info.state() == "training";
       emitRowChanged(at);
       setStatus(at, busy ? DeviceStatus::Busy : DeviceStatus::Reachable);

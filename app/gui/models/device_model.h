@@ -63,10 +63,14 @@ class DeviceModel : public QAbstractTableModel {
   /// updates the row with its address or name): deviceAdded() or addFailed(). False, with
   /// the reason in `error`, for an address that is not host:port.
   bool addByAddress(const QString& address, QString* error = nullptr);
-  /// A worker heard on the LAN (a beacon, or any Describe answer): updates the row with
-  /// `address` or the same name, else adds a row. Returns the row.
+  /// A worker that answered Describe: updates the row with `address` or the same name,
+  /// else adds a row, and marks it reachable (or busy). Returns the row.
   int mergeWorker(const QString& address, const v1::WorkerInfo& info);
-  /// A worker's beacon (BeaconDiscovery::deviceSeen): mergeWorker() with what it announces.
+  /// A worker's beacon (BeaconDiscovery::deviceSeen), which anyone on the LAN can send:
+  /// a hint. It updates the row with its address, gives an address to a listed device
+  /// that has none, or adds a row, but never marks a worker reachable (only its Describe
+  /// answer does) and never moves a device that has an address elsewhere (that is
+  /// beaconConflict, and -1). Returns the row.
   int mergeBeacon(const v1::Beacon& beacon);
   /// Removes every row.
   void clear();
@@ -120,6 +124,8 @@ class DeviceModel : public QAbstractTableModel {
   /// A worker heard on the beacon that the list did not have: its new row, highlighted
   /// for a few seconds.
   void deviceDiscovered(const QString& name, const QString& address);
+  /// A beacon from `address` named a device the list knows at `known_address`: ignored.
+  void beaconConflict(const QString& name, const QString& known_address, const QString& address);
   /// A device's status changed.
   void statusChanged(const QString& name, stagecraft::gui::DeviceStatus status);
 
@@ -138,6 +144,7 @@ class DeviceModel : public QAbstractTableModel {
     int cores = 0;
     bool insecure = false;  // started with --insecure
     bool fresh = false;     // just discovered: highlighted for a moment
+    bool heard_only = false;  // known from beacons alone: no Describe answer confirmed it yet
     bool stopped = false;   // stopped from this console (markStopped) and not heard since
     std::chrono::steady_clock::time_point stopped_at{};
   };
@@ -154,6 +161,8 @@ class DeviceModel : public QAbstractTableModel {
   void updateTargets();
   void onProbed(const std::vector<control::WorkerProbe>& probes);
   void onDescribed(const QString& address, const control::WorkerProbe& probe);
+  /// mergeWorker(), with `verified` false for what only a beacon says.
+  int merge(const QString& address, const v1::WorkerInfo& info, bool verified);
 
   std::vector<Row> rows_;
   std::string token_;

@@ -141,6 +141,17 @@ void MainWindow::createModels() {
   connect(devices_, &DeviceModel::deviceDiscovered, this, [this](const QString& name, const QString& address) {
     log_->append(tr("discovery"), LogModel::Level::Info, tr("Discovered %1 at %2.").arg(name, address));
   });
+  connect(devices_, &DeviceModel::beaconConflict, this,
+          [this](const QString& name, const QString& known, const QString& address) {
+            // Once per claim: a forged beacon repeats every second.
+            const QString claim = name + QLatin1Char('@') + address;
+            if (beacon_conflicts_.contains(claim)) return;
+            beacon_conflicts_.insert(claim);
+            log_->append(tr("discovery"), LogModel::Level::Warning,
+                         tr("A beacon from %1 claims to be %2, which answers at %3: ignored. Add the address with "
+                            "Ctrl+D if the device really moved.")
+                             .arg(address, name, known));
+          });
   connect(devices_, &DeviceModel::statusChanged, this, [this](const QString& name, DeviceStatus status) {
     session_->setUnavailableDevices(devices_->lostDevices());
     if (status == DeviceStatus::Lost) {

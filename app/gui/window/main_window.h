@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QSet>
 #include <QStringList>
 #include <deque>
 #include <optional>
@@ -59,6 +60,10 @@ class MainWindow : public QMainWindow {
   /// used, if any), remembered for the next session. False, with the reason in the log,
   /// when the file cannot be used (missing, not private).
   bool useTokenFile(const QString& path);
+  /// Calls to workers use mutual TLS with this certificate, key and cluster CA (all empty:
+  /// the files the last session used, if any). Logs and returns false when they cannot be
+  /// used; calls then stay as they were.
+  bool useTls(const QString& cert, const QString& key, const QString& ca);
 
   PlanSession* session() const { return session_; }
   TrainingController* controller() const { return controller_; }
@@ -144,6 +149,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QList<QDockWidget*> docks_;
   QStringList lost_devices_;  ///< lost while training; offered again when they answer
+  QSet<QString> beacon_conflicts_;  // claims already logged (name@address)
   QStringList stopping_local_;  ///< local workers the user stopped, until they are down
   struct RecentStep {
     qint64 step = 0;

@@ -11,6 +11,7 @@
 
 #include "control/assignments.h"
 #include "control/cluster_token.h"
+#include "control/transport_security.h"
 #include "control/replan.h"
 #include "editor/plan_session.h"
 #include "editor/display_units.h"
@@ -277,6 +278,32 @@ bool MainWindow::useTokenFile(const QString& path) {
   } catch (const std::exception& e) {
     log_->append(tr("console"), LogModel::Level::Error,
                  tr("Cannot use the cluster token: %1").arg(QString::fromStdString(e.what())));
+    return false;
+  }
+}
+
+bool MainWindow::useTls(const QString& cert, const QString& key, const QString& ca) {
+  QSettings settings;
+  const bool given = !cert.isEmpty() || !key.isEmpty() || !ca.isEmpty();
+  const auto pick = [&](const QString& value, const QString& setting) {
+    return given ? value : settings.value(setting).toString();
+  };
+  const control::TlsFiles files{pick(cert, QStringLiteral("workers/tlsCert")).toStdString(),
+                                pick(key, QStringLiteral("workers/tlsKey")).toStdString(),
+                                pick(ca, QStringLiteral("workers/tlsCa")).toStdString()};
+  if (files.empty()) return true;
+  try {
+    control::setClientTls(control::readTlsFiles(files));
+    settings.setValue(QStringLiteral("workers/tlsCert"), QString::fromStdString(files.cert));
+    settings.setValue(QStringLiteral("workers/tlsKey"), QString::fromStdString(files.key));
+    settings.setValue(QStringLiteral("workers/tlsCa"), QString::fromStdString(files.ca));
+    log_->append(tr("console"), LogModel::Level::Info,
+                 tr("Calls to workers use mutual TLS: certificate %1, cluster CA %2.")
+                     .arg(QString::fromStdString(files.cert), QString::fromStdString(files.ca)));
+    return true;
+  } catch (const std::exception& e) {
+    log_->append(tr("console"), LogModel::Level::Error,
+                 tr("Cannot use TLS: %1").arg(QString::fromStdString(e.what())));
     return false;
   }
 }

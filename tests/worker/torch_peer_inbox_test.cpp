@@ -1,0 +1,151 @@
+// What a stage takes from its peers: only slices its plan has a neighbour send, of the
+// shape, dtype and size that plan implies, and no more than a few steps' worth at once.
+// (A hostile-input probe had NaN, malformed and far-future slices accepted from anyone.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "peer_inbox.h"
+#include "stage_layout.h"
+
+namespace stagecraft::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A stage fed activations of shape [8] by "a" (samples 0..1 of each micro-batch) and
+/// gradients of shape [4] by "c" (samples 0..1), 2 micro-batches, 1 KiB at most.
+InboxRules rules() {
+  InboxRules r;
+  r.flows.push_back({"a", false, 0, 2, {8}});
+  r.flows.push_back({"c", true, 0, 2, {4}});
+  r.microbatches = 2;
+  r.max_bytes = 1024;
+  return r;
+}
+
+v1::PeerTensor slice(const std::string& sender, bool gradient, std::int64_t step, int micro_batch,
+                     std::vector<std::int64_t> shape, float value = 1.0f) {
+  v1::PeerTensor t;
+  t.set_job("j");
+  t.set_sender(sender);
+  t.set_step(step);
+  t.set_micro_batch(micro_batch);
+  t.set_gradient(gradient);
+  t.set_sample_begin(0);
+  t.set_samples(static_cast<int>(shape.at(0)));
+  std::size_t n = 1;
+  for (const auto d : shape) {
+    t.mutable_tensor()->add_shape(d);
+    n *= static_cast<std::size_t>(d);
+  }
+  t.mutable_tensor()->set_dtype("float32");
+  std::string bytes(n * sizeof(float), '\0');
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(bytes.data() + i * sizeof(float), &value, sizeof value);
+  t.mutable_tensor()->set_data(bytes);
+  return t;
+}
+
+/// put()'s refusal: its code and message, or "taken".
+std::pair<ErrorCode, std::string> put(PeerInbox& inbox, v1::PeerTensor t) {
+  try {
+    inbox.put(std::move(t));
+  } catch (const WorkerError& e) {
+    return {e.code(), e.what()};
+  }
+  return {ErrorCode::Internal, "taken"};
+}
+
+TEST(PeerInbox, TakesWhatTheNeighboursSendAndRefusesEverythingElse) {
+  PeerInbox inbox;
+  inbox.open("j", rules());
+  EXPECT_EQ(put(inbox, slice("a", false, 3, 1, {2, 8})).second, "taken");
+  EXPECT_EQ(put(inbox, slice("c", true, 3, 1, {2, 4})).second, "taken");
+  EXPECT_EQ(inbox.take(3, 1, false, 0, 2, 1s).size(), 1u);
+  EXPECT_EQ(inbox.take(3, 1, true, 0, 2, 1s).size(), 1u);
+
+  const auto refused = [&](v1::PeerTensor t) {
+    const auto [code, why] = put(inbox, std::move(t));
+    EXPECT_EQ(code, ErrorCode::InvalidArgument) << why;
+    return why;
+  };
+  EXPECT_EQ(refused(slice("mallory", false, 3, 0, {2, 8})),
+            "activations from 'mallory': not a neighbour that sends this stage activations");
+  EXPECT_EQ(refused(slice("a", true, 3, 0, {2, 4})),
+            "gradients from 'a': not a neighbour that sends this stage gradients");
+  EXPECT_EQ(refused(slice("a", false, 3, 0, {1, 8})),
+            "activations from 'a' are for samples 0+1, which the plan has it not send here");
+  EXPECT_EQ(refused(slice("a", false, 3, 0, {2, 9})), "activations from 'a' have shape [2, 9], not [2, 8]");
+  EXPECT_EQ(refused(slice("a", false, 3, 0, {2, 2, 4})), "activations from 'a' have shape [2, 2, 4], not [2, 8]");
+  EXPECT_EQ(refused(slice("a", false, 3, 2, {2, 8})), "activations from 'a' are for micro-batch 2 of 2");
+  EXPECT_EQ(refused(slice("a", false, -1, 0, {2, 8})), "activations from 'a' have a bad step, micro-batch or sample range");
+  auto cut = slice("a", false, 3, 0, {2, 8});
+  cut.mutable_tensor()->mutable_data()->resize(5);
+  EXPECT_EQ(refused(cut), "activations from 'a' hold 5 bytes for shape [2, 8] (64 expected)");
+  auto ids = slice("a", false, 3, 0, {2, 8});
+  ids.mutable_tensor()->set_dtype("int64");
+  EXPECT_EQ(refused(ids), "activations from 'a' are of dtype 'int64', not float32");
+  EXPECT_EQ(inbox.size(), 0u) << "nothing refused is held";
+}
+
+TEST(PeerInbox, APeerRunningAheadIsHeldToTheLimitAndTheRestRefused) {
+  PeerInbox inbox;
+  inbox.open("j", rules());
+  // 64 bytes a slice, 1024 at most: 16 slices, then the inbox is full.
+  int taken = 0;
+  std::pair<ErrorCode, std::string> last;
+  for (std::int64_t step = 0; step < 100; ++step) {
+    last = put(inbox, slice("a", false, step, 0, {2, 8}));
+    if (last.second != "taken") break;
+    ++taken;
+  }
+  EXPECT_EQ(taken, 16);
+  EXPECT_EQ(last.first, ErrorCode::ResourceExhausted) << last.second;
+  // A resend of a held slice replaces it and needs no room.
+  EXPECT_EQ(put(inbox, slice("a", false, 15, 0, {2, 8})).second, "taken");
+  // Taking step 10 drops the stale steps before it and makes room again.
+  EXPECT_EQ(inbox.take(10, 0, false, 0, 2, 1s).size(), 1u);
+  EXPECT_EQ(inbox.size(), 5u);
+  EXPECT_EQ(put(inbox, slice("a", false, 16, 0, {2, 8})).second, "taken");
+  // A new deployment starts empty.
+  inbox.open("j", rules());
+  EXPECT_EQ(inbox.size(), 0u);
+  for (std::int64_t step = 0; step < 16; ++step) EXPECT_EQ(put(inbox, slice("a", false, step, 1, {2, 8})).second, "taken");
+}
+
+TEST(PeerInbox, SlicesThatAreNotFiniteAreTakenAndCounted) {
+  PeerInbox inbox;
+  inbox.open("j", rules());
+  EXPECT_EQ(put(inbox, slice("a", false, 1, 0, {2, 8}, std::nanf(""))).second, "taken");
+  EXPECT_EQ(put(inbox, slice("a", false, 1, 1, {2, 8}, INFINITY)).second, "taken");
+  EXPECT_EQ(put(inbox, slice("c", true, 1, 0, {2, 4}, 0.5f)).second, "taken");
+  EXPECT_EQ(inbox.nonFiniteSlices(), 2u);
+}
+
+TEST(PeerInbox, RulesFollowTheLayoutsNeighboursAndTheModelsShapes) {
+  v1::Model model;
+  for (const auto& shape : std::vector<std::vector<int>>{{3, 8, 8}, {16}, {10}}) {
+    auto* layer = model.add_layers();
+    for (const int d : shape) layer->add_input_shape(d);
+  }
+  StageLayout layout;
+  layout.layer_begin = 1;
+  layout.layer_end = 2;
+  layout.microbatches = 4;
+  layout.previous = {{"p0", "h:1", 0, 3}, {"p1", "h:2", 3, 1}};
+  layout.next = {{"n0", "h:3", 0, 4}};
+  const InboxRules r = inboxRules(layout, model);
+  ASSERT_EQ(r.flows.size(), 3u);
+  EXPECT_EQ(r.flows[0].sender, "p0");
+  EXPECT_FALSE(r.flows[0].gradient);
+  EXPECT_EQ(r.flows[1].sample_begin, 3);
+  EXPECT_EQ(r.flows[0].sample_shape, (std::vector<std::int64_t>{16}));
+  EXPECT_TRUE(r.flows[2].gradient);
+  EXPECT_EQ(r.flows[2].sample_shape, (std::vector<std::int64_t>{10}));
+  EXPECT_EQ(r.microbatches, 4);
+  EXPECT_EQ(r.max_bytes, 64u << 20) << "a small stage still gets the floor";
+}
+
+}  // namespace
+}  // namespace stagecraft::worker
