@@ -9,7 +9,11 @@ namespace stagecraft {
 namespace {
 
 std::vector<std::filesystem::path> clusterDirectories() {
+#ifdef STAGECRAFT_SOURCE_CLUSTERS
   return {STAGECRAFT_SOURCE_CLUSTERS, STAGECRAFT_INSTALLED_CLUSTERS};
+#else
+  return {STAGECRAFT_INSTALLED_CLUSTERS};  // a package: only what it installed
+#endif
 }
 
 bool isFile(const std::filesystem::path& path) {

@@ -8,7 +8,8 @@
 namespace stagecraft {
 
 /// The shipped example clusters (cloud-edge-end, jetson-edge, ...): the source tree's
-/// resources/clusters for a build, the installed data folder otherwise. Sorted names.
+/// resources/clusters for a build (unless STAGECRAFT_SOURCE_TREE_CLUSTERS is off, as for
+/// packages), then the installed data folder. Sorted names.
 std::vector<std::string> exampleClusterNames();
 
 /// A cluster JSON path, or the name of a shipped example, as a path. Throws Error listing
