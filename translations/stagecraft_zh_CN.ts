@@ -875,8 +875,8 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="151"/>
-        <source>A beacon from %1 claims to be %2, which answers at %3: ignored. Add the address with Ctrl+D if the device really moved.</source>
-        <translation>来自 %1 的信标自称是 %2，而 %2 在 %3 应答：已忽略。如果该设备确实换了地址，请用 Ctrl+D 添加该地址。</translation>
+        <source>A beacon from %1 claims to be %2, known at %3: ignored. Add the address with Ctrl+D if the device really moved.</source>
+        <translation>来自 %1 的信标自称是 %2（已知地址为 %3）：已忽略。如果该设备确实换了地址，请用 Ctrl+D 添加该地址。</translation>
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="158"/>

@@ -251,6 +251,9 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.mergeBeacon(beacon), 0);
     QCOMPARE(model.status("forged"), DeviceStatus::Unknown);
     QVERIFY(!model.plannableDevice("forged"));
+    QCOMPARE(model.data(model.index(0, DeviceModel::StatusColumn)).toString(), QStringLiteral("heard, unconfirmed"));
+    const QString tip = model.data(model.index(0, DeviceModel::StatusColumn), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QLatin1String("has not answered Describe yet")), qPrintable(tip));
   }
 
   void addByAddressDescribesTheWorkerOrSaysWhyNot() {

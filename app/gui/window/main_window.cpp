@@ -148,8 +148,8 @@ void MainWindow::createModels() {
             if (beacon_conflicts_.contains(claim)) return;
             beacon_conflicts_.insert(claim);
             log_->append(tr("discovery"), LogModel::Level::Warning,
-                         tr("A beacon from %1 claims to be %2, which answers at %3: ignored. Add the address with "
-                            "Ctrl+D if the device really moved.")
+                         tr("A beacon from %1 claims to be %2, known at %3: ignored. Add the address with Ctrl+D "
+                            "if the device really moved.")
                              .arg(address, name, known));
           });
   connect(devices_, &DeviceModel::statusChanged, this, [this](const QString& name, DeviceStatus status) {
