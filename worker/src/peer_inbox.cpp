@@ -1,6 +1,7 @@
 #include "peer_inbox.h"
 
 #include <cstdio>
+#include <limits>
 
 namespace stagecraft::worker {
 
@@ -33,7 +34,10 @@ void PeerInbox::put(v1::PeerTensor tensor) {
       throw WorkerError(ErrorCode::FailedPrecondition,
                         "tensor of job '" + tensor.job() + "' but this worker runs job '" + job_ + "'");
     }
-    if (tensor.samples() <= 0 || tensor.sample_begin() < 0 || tensor.micro_batch() < 0 || tensor.step() < 0) {
+    // The end of the range must fit an int too: take() adds the samples up from the begin.
+    if (tensor.samples() <= 0 || tensor.sample_begin() < 0 ||
+        tensor.samples() > std::numeric_limits<int>::max() - tensor.sample_begin() || tensor.micro_batch() < 0 ||
+        tensor.step() < 0) {
       throw WorkerError(ErrorCode::InvalidArgument, "peer tensor from '" + tensor.sender() +
                                                          "' has a bad step, micro-batch or sample range");
     }
