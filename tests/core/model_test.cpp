@@ -97,7 +97,7 @@ void expectRefused(const v1::Model& m, const std::string& mention) {
   }
 }
 
-// Found by tests/fuzz/model_json_fuzz.cpp: these overflowed an int (undefined behaviour).
+// Found running tests/fuzz/model_json_fuzz.cpp under UBSan: these overflowed an int.
 TEST(ModelSpec, RefusesSizesBeyondAnIntInsteadOfOverflowing) {
   expectRefused(oneLayer("[3, 8, 8]", R"({"kind": "conv2d", "out_channels": 4, "kernel_size": 3,
                                          "padding": 2147483647})"),

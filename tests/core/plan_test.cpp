@@ -78,7 +78,7 @@ TEST_F(PlanValidation, NamesSharesThatDoNotSum) {
   expectProblem(p, "shares sum to 3 samples, not the micro-batch size 4");
 }
 
-// Found by tests/fuzz/plan_validation_fuzz.cpp: the shares' sum overflowed an int.
+// Found running tests/fuzz/plan_validation_fuzz.cpp under UBSan: the sum overflowed an int.
 TEST_F(PlanValidation, NamesSharesWhoseSumOverflowsAnInt) {
   Plan p = good();
   p.stages = {{0, 6, {{0, INT_MAX}, {1, INT_MAX}, {2, 4}}}};

@@ -1,6 +1,6 @@
 // What a worker checks in the messages it is sent, before LibTorch sees them: tensors
-// (tensor_wire.h), stage assignments (stage_layout.h) and peer slices (peer_inbox.h). The
-// cases here were found by the fuzz targets in tests/fuzz.
+// (tensor_wire.h), stage assignments (stage_layout.h) and peer slices (peer_inbox.h): cases
+// found while writing the fuzz targets of tests/fuzz.
 
 #include <gtest/gtest.h>
 
