@@ -1,6 +1,8 @@
 #include "model/layer_cost.h"
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "io/error.h"
@@ -32,10 +34,17 @@ void requireRank(const v1::Layer& layer, const std::vector<int>& in, size_t rank
 }
 
 int convOut(const v1::Layer& layer, int size, int kernel, int stride, int padding) {
-  const int out = (size + 2 * padding - kernel) / stride + 1;
-  if (out <= 0) fail(layer, "kernel " + std::to_string(kernel) + " does not fit input size " +
-                                std::to_string(size));
-  return out;
+  if (padding < 0) fail(layer, "padding must not be negative");
+  // In 64 bits: 2 * padding alone may not fit an int.
+  const std::int64_t padded = std::int64_t{size} + 2 * std::int64_t{padding};
+  // Checked before dividing: (padded - kernel) / stride truncates towards zero, so a kernel
+  // one wider than the input would otherwise give one output.
+  if (padded < kernel) {
+    fail(layer, "kernel " + std::to_string(kernel) + " does not fit input size " + std::to_string(size));
+  }
+  const std::int64_t out = (padded - kernel) / stride + 1;
+  if (out > std::numeric_limits<int>::max()) fail(layer, "padding " + std::to_string(padding) + " is too large");
+  return static_cast<int>(out);
 }
 
 bool hasActivation(const v1::Layer& layer) {
@@ -51,7 +60,10 @@ LayerCost linear(const v1::Layer& layer, const std::vector<int>& in) {
   requirePositive(layer, layer.out_features(), "out_features");
   if (in.empty()) fail(layer, "input_shape is empty");
   std::vector<int> shape = in;
-  if (layer.flatten()) shape = {static_cast<int>(product(in))};
+  if (layer.flatten()) {
+    if (product(in) > std::numeric_limits<int>::max()) fail(layer, "flattened input is too large");
+    shape = {static_cast<int>(product(in))};
+  }
   const double features = shape.back();
   const double tokens = product(shape) / features;
   LayerCost c;
@@ -80,7 +92,7 @@ LayerCost conv2d(const v1::Layer& layer, const std::vector<int>& in) {
   const double out = product(c.output_shape);
   const double k2 = double(layer.kernel_size()) * layer.kernel_size();
   c.forward_flops = 2.0 * (in[0] / groups) * k2 * out;
-  c.parameters = layer.out_channels() * (in[0] / groups) * k2;
+  c.parameters = double(layer.out_channels()) * (in[0] / groups) * k2;
   if (layer.batch_norm()) {
     c.parameters += 2.0 * layer.out_channels();
     c.forward_flops += 4.0 * out;

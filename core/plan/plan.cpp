@@ -41,8 +41,8 @@ std::vector<int> Stage::devices() const {
   return out;
 }
 
-int Stage::samples() const {
-  int total = 0;
+std::int64_t Stage::samples() const {
+  std::int64_t total = 0;
   for (const auto& m : members) total += m.samples;
   return total;
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,7 +31,8 @@ struct Stage {
   std::vector<DeviceShare> members;
 
   std::vector<int> devices() const;
-  int samples() const;  ///< sum of the members' shares
+  /// Sum of the members' shares, in 64 bits: the shares of a plan file may each be near INT_MAX.
+  std::int64_t samples() const;
   bool operator==(const Stage&) const = default;
 };
 

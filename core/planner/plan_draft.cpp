@@ -188,7 +188,8 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
       while (mid + 1 < e && model.forwardFlops(b, mid) + model.backwardFlops(b, mid) < half) ++mid;
       for (int m : {mid, mid - 1, mid + 1}) {
         if (m <= b || m >= e || improved) continue;
-        const auto& g = best.groups[s];
+        // A copy: try_draft replaces `best` when it improves, which frees its groups.
+        const std::vector<int> g = best.groups[s];
         for (size_t take = 1; take < g.size() && !improved; ++take) {
           PlanDraft d = best;
           d.groups[s] = std::vector<int>(g.begin(), g.begin() + take);

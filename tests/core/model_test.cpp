@@ -79,6 +79,53 @@ TEST(ModelSpec, RejectsUnknownKindAndBadHyperParameters) {
   EXPECT_THROW(ModelSpec::fromProto(m), Error);
 }
 
+/// A model of one layer `layer` (JSON) over samples of `input_shape`.
+v1::Model oneLayer(const std::string& input_shape, const std::string& layer) {
+  v1::Model m;
+  io::parseJson(R"({"input_dtype": "float32", "num_classes": 2, "input_shape": )" + input_shape +
+                    R"(, "layers": [)" + layer + "]}",
+                m, "test model");
+  return m;
+}
+
+void expectRefused(const v1::Model& m, const std::string& mention) {
+  try {
+    ModelSpec::fromProto(m);
+    FAIL() << "accepted; expected an error mentioning " << mention;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
+  }
+}
+
+// Found running tests/fuzz/model_json_fuzz.cpp under UBSan: these overflowed an int.
+TEST(ModelSpec, RefusesSizesBeyondAnIntInsteadOfOverflowing) {
+  expectRefused(oneLayer("[3, 8, 8]", R"({"kind": "conv2d", "out_channels": 4, "kernel_size": 3,
+                                         "padding": 2147483647})"),
+                "padding 2147483647 is too large");
+  expectRefused(oneLayer("[3, 8, 8]", R"({"kind": "maxpool2d", "kernel_size": 1, "padding": 1200000000})"),
+                "too large");
+  expectRefused(oneLayer("[65536, 65536]", R"({"kind": "linear", "out_features": 4, "flatten": true})"),
+                "flattened input is too large");
+  // 65536 x 65536 weights do not fit an int, but they are a count, not a size: priced in double.
+  const ModelSpec wide = ModelSpec::fromProto(oneLayer("[65536, 2, 2]", R"({"kind": "conv2d",
+                                                       "out_channels": 65536, "kernel_size": 1})"));
+  EXPECT_DOUBLE_EQ(wide.parameters(0, 1), 65536.0 * 65536 + 65536);
+}
+
+TEST(ModelSpec, RefusesAKernelWiderThanItsPaddedInputAtAnyStride) {
+  // (2 - 3) / 2 + 1 truncates to one output: the kernel still does not fit.
+  expectRefused(oneLayer("[1, 2, 2]", R"({"kind": "conv2d", "out_channels": 1, "kernel_size": 3, "stride": 2})"),
+                "does not fit input size 2");
+  expectRefused(oneLayer("[1, 2, 2]", R"({"kind": "maxpool2d", "kernel_size": 3, "stride": 3})"),
+                "does not fit input size 2");
+  expectRefused(oneLayer("[1, 8, 8]", R"({"kind": "conv2d", "out_channels": 1, "kernel_size": 3, "padding": -1})"),
+                "padding must not be negative");
+  // Padding makes room: 2 + 2 * 1 >= 3.
+  const ModelSpec padded = ModelSpec::fromProto(
+      oneLayer("[1, 2, 2]", R"({"kind": "conv2d", "out_channels": 1, "kernel_size": 3, "stride": 2, "padding": 1})"));
+  EXPECT_EQ(padded.cost(0).output_shape, (std::vector<int>{1, 1, 1}));
+}
+
 TEST(ModelSpec, JsonRoundTripKeepsEveryField) {
   for (const auto& name : zooModelNames()) {
     const v1::Model original = zooModel(name);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include "cost/cost_model.h"
 #include "io/error.h"
 #include "io/json_io.h"
@@ -74,6 +76,13 @@ TEST_F(PlanValidation, NamesSharesThatDoNotSum) {
   Plan p = good();
   p.stages[0].members[1].samples = 1;
   expectProblem(p, "shares sum to 3 samples, not the micro-batch size 4");
+}
+
+// Found running tests/fuzz/plan_validation_fuzz.cpp under UBSan: the sum overflowed an int.
+TEST_F(PlanValidation, NamesSharesWhoseSumOverflowsAnInt) {
+  Plan p = good();
+  p.stages = {{0, 6, {{0, INT_MAX}, {1, INT_MAX}, {2, 4}}}};
+  expectProblem(p, "shares sum to 4294967298 samples");
 }
 
 TEST_F(PlanValidation, NamesBatchNotDivisible) {

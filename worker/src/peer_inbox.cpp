@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace stagecraft::worker {
 namespace {
@@ -28,7 +29,10 @@ bool allFinite(const std::string& bytes) {
 std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) {
   const std::string from = std::string(tensor.gradient() ? "gradients" : "activations") + " from '" +
                            tensor.sender() + "'";
-  if (tensor.samples() <= 0 || tensor.sample_begin() < 0 || tensor.micro_batch() < 0 || tensor.step() < 0) {
+  // The end of the range must fit an int too: take() adds the samples up from the begin.
+  if (tensor.samples() <= 0 || tensor.sample_begin() < 0 ||
+      tensor.samples() > std::numeric_limits<int>::max() - tensor.sample_begin() || tensor.micro_batch() < 0 ||
+      tensor.step() < 0) {
     return from + " have a bad step, micro-batch or sample range";
   }
   if (tensor.micro_batch() >= rules.microbatches) {

@@ -19,7 +19,7 @@ std::string range(int begin, int end) { return "[" + std::to_string(begin) + ", 
 /// Shares of a neighbour group: non-negative, summing to the micro-batch.
 void checkGroup(const google::protobuf::RepeatedPtrField<v1::Member>& group, const std::string& what,
                 int micro_batch_size) {
-  int total = 0;
+  std::int64_t total = 0;  // shares from the wire may each be near INT_MAX
   std::set<std::string> names;
   for (int i = 0; i < group.size(); ++i) {
     const auto& m = group[i];

@@ -13,6 +13,7 @@
 
 #include "io/error.h"
 #include "model/model_spec.h"
+#include "tensor_wire.h"
 #include "torch_stage.h"
 
 namespace stagecraft::worker {
@@ -343,14 +344,8 @@ void byteSwapInPlace(char* data, std::size_t count) {
   }
 }
 
-std::string tensorLabel(const std::string& name) {
-  return name.empty() ? std::string("tensor") : "tensor '" + name + "'";
-}
-
 std::string shapeText(c10::IntArrayRef shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
+  return worker::shapeText(std::span<const std::int64_t>(shape.data(), shape.size()));
 }
 
 /// Parameters, then buffers, each with its name, in module order.
@@ -422,38 +417,15 @@ v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {
 }
 
 torch::Tensor fromProto(const v1::Tensor& tensor) {
-  const std::string label = tensorLabel(tensor.name());
-  torch::ScalarType type;
-  std::size_t element = 0;
-  if (tensor.dtype() == "float32" || tensor.dtype().empty()) {
-    type = torch::kFloat32;
-    element = 4;
-  } else if (tensor.dtype() == "int64") {
-    type = torch::kInt64;
-    element = 8;
-  } else {
-    throw protocolError(label + ": dtype must be float32 or int64, got '" + tensor.dtype() + "'");
-  }
-  std::vector<std::int64_t> shape(tensor.shape().begin(), tensor.shape().end());
-  std::uint64_t count = 1;
-  for (auto d : shape) {
-    if (d < 0) throw protocolError(label + ": negative dimension in shape " + shapeText(shape));
-    if (d > 0 && count > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d)) {
-      throw protocolError(label + ": shape " + shapeText(shape) + " is too large");
-    }
-    count *= static_cast<std::uint64_t>(d);
-  }
-  if (count * element != tensor.data().size()) {
-    throw protocolError(label + ": " + std::to_string(tensor.data().size()) + " bytes of data, but shape " +
-                shapeText(shape) + " of " + tensor.dtype() + " needs " + std::to_string(count * element));
-  }
-  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
-  if (count > 0) std::memcpy(t.data_ptr(), tensor.data().data(), tensor.data().size());
+  const TensorWireLayout layout = checkTensorWire(tensor);  // throws a protocol Error for a malformed message
+  const auto type = layout.dtype == WireDtype::Int64 ? torch::kInt64 : torch::kFloat32;
+  torch::Tensor t = torch::empty(layout.shape, torch::TensorOptions().dtype(type));
+  if (layout.elements > 0) std::memcpy(t.data_ptr(), tensor.data().data(), tensor.data().size());
   if constexpr (std::endian::native == std::endian::big) {
     if (type == torch::kInt64) {
-      byteSwapInPlace<std::int64_t>(static_cast<char*>(t.data_ptr()), count);
+      byteSwapInPlace<std::int64_t>(static_cast<char*>(t.data_ptr()), layout.elements);
     } else {
-      byteSwapInPlace<float>(static_cast<char*>(t.data_ptr()), count);
+      byteSwapInPlace<float>(static_cast<char*>(t.data_ptr()), layout.elements);
     }
   }
   return t;

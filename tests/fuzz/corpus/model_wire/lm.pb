@@ -1,0 +1,2 @@
+
+lm"int64*@0€:	embeddingx€€@:transformer_blockˆ€:lm_headx€
