@@ -372,9 +372,14 @@ TEST_F(CliRunTest, AStragglerIsReportedAndAutoReplanMovesWorkOffIt) {
   // Equal devices: fake workers compute equally fast whatever their specs say.
   const std::string cluster = writeDuo(true, 100);
   setenv("STAGECRAFT_FAKE_SLOW", "b@10", 1);  // b computes 3x as long from step 10 on
+  // 20 ms a step: a segment (~0.5 s) then holds ~25 steps or fewer, so the re-plan asked for
+  // at step 14 lands at a boundary before the run's end (one asked for in the last segment
+  // is dropped; with 5 ms steps the rest of the run could be one segment).
+  setenv("STAGECRAFT_FAKE_STEP_MS", "20", 1);
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "60", "--planner", "hybrid",
                              "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--auto-replan", "--json"});
   unsetenv("STAGECRAFT_FAKE_SLOW");
+  unsetenv("STAGECRAFT_FAKE_STEP_MS");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, ": b takes ")) << r.err;
   EXPECT_TRUE(contains(r.err, "x as long as the plan expects, next to the other devices; re-planning, predicted "))
