@@ -1,14 +1,11 @@
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 
 #include "arguments.h"
 #include "command_support.h"
 #include "commands.h"
-#include "control/cluster_token.h"
 #include "control/discovery.h"
-#include "control/transport_security.h"
 #include "control/worker_client.h"
 #include "control/worker_status.h"
 #include "io/error.h"
@@ -67,14 +64,8 @@ int runDiscover(std::span<const std::string> args) {
       "token (and TLS) the other commands use, and the 'verified' column says whether it answered with the\n"
       "name its beacon gave.");
   const ParsedArguments parsed = parser.parse(args);
-  control::setClientTls(control::readTlsFiles(control::tlsFilesOrEnvironment(
-      {parsed.value("tls-cert"), parsed.value("tls-key"), parsed.value("tls-ca")})));
-  std::string token;
-  if (parsed.has("token-file")) {
-    token = control::readTokenFile(parsed.value("token-file"));
-  } else if (const char* env = std::getenv(control::kTokenFileVariable); env && *env) {
-    token = control::readTokenFile(env);
-  }
+  useTlsOptions(parsed);
+  const std::string token = tokenFrom(parsed.value("token-file"));
   const int port = parsed.positiveInt("port");
   if (port > 65535) throw Error("--port: " + std::to_string(port) + " is not a port");
   const auto window = std::chrono::duration_cast<std::chrono::steady_clock::duration>(

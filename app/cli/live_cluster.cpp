@@ -35,22 +35,29 @@ LiveCluster openCluster(const std::string& name_or_path, const std::string& toke
     live.cluster = local->apply(file);
     live.local = std::move(local);
   }
-  if (!token_file.empty()) {
-    live.token = control::readTokenFile(token_file);
-  } else if (const char* from_environment = std::getenv(control::kTokenFileVariable);
-             from_environment && *from_environment) {
-    live.token = control::readTokenFile(from_environment);
-  } else if (live.local && !live.local->state().token_file().empty()) {
+  live.token = tokenFrom(token_file);
+  if (live.token.empty() && live.local && !live.local->state().token_file().empty()) {
     live.token = live.local->token();
   }
   return live;
 }
 
-LiveCluster openCluster(const std::string& name_or_path, const ParsedArguments& parsed) {
-  const auto tls = control::readTlsFiles(control::tlsFilesOrEnvironment(
-      {parsed.value("tls-cert"), parsed.value("tls-key"), parsed.value("tls-ca")}));
+std::string tokenFrom(const std::string& token_file) {
+  if (!token_file.empty()) return control::readTokenFile(token_file);
+  if (const char* from_environment = std::getenv(control::kTokenFileVariable); from_environment && *from_environment) {
+    return control::readTokenFile(from_environment);
+  }
+  return {};
+}
+
+void useTlsOptions(const ParsedArguments& parsed) {
   // Before the first channel: every call of this process then shows the certificate.
-  control::setClientTls(tls);
+  control::setClientTls(control::readTlsFiles(control::tlsFilesOrEnvironment(
+      {parsed.value("tls-cert"), parsed.value("tls-key"), parsed.value("tls-ca")})));
+}
+
+LiveCluster openCluster(const std::string& name_or_path, const ParsedArguments& parsed) {
+  useTlsOptions(parsed);
   return openCluster(name_or_path, parsed.value("token-file"));
 }
 

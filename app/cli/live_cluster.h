@@ -31,6 +31,14 @@ struct LiveCluster {
 /// Error when the file named is missing or not private.
 LiveCluster openCluster(const std::string& name_or_path, const std::string& token_file = {});
 
+/// The token in `token_file` (a command's --token-file), else in $STAGECRAFT_TOKEN_FILE's
+/// file, else none (empty). Throws Error when the file named is missing or not private.
+std::string tokenFrom(const std::string& token_file);
+
+/// Makes this process's calls to workers use the --tls-cert/--tls-key/--tls-ca (or their
+/// environment variables) that addTokenOption() declared; nothing when none is given.
+void useTlsOptions(const ParsedArguments& parsed);
+
 /// openCluster() with the --token-file, and the --tls-cert/--tls-key/--tls-ca (or their
 /// environment variables) that addTokenOption() declared: with TLS files, every channel
 /// this process opens from now on uses mutual TLS.

@@ -28,6 +28,7 @@ struct CodeName {
 };
 
 constexpr CodeName kCodeNames[] = {
+    {0, "OK"},
     {kGrpcCancelled, "CANCELLED"},
     {kGrpcUnknown, "UNKNOWN"},
     {kGrpcInvalidArgument, "INVALID_ARGUMENT"},
@@ -73,12 +74,19 @@ ErrorKind errorKindOfGrpcCode(int grpc_code) {
   }
 }
 
+std::string_view grpcCodeName(int grpc_code) {
+  for (const auto& c : kCodeNames) {
+    if (c.code == grpc_code) return c.name;
+  }
+  return {};
+}
+
 ErrorKind errorKindOfReport(std::string_view report) {
   const auto colon = report.find(':');
   if (colon == std::string_view::npos) return ErrorKind::Protocol;
   const std::string_view name = report.substr(0, colon);
   for (const auto& c : kCodeNames) {
-    if (c.name == name) return errorKindOfGrpcCode(c.code);
+    if (c.code != 0 && c.name == name) return errorKindOfGrpcCode(c.code);
   }
   return ErrorKind::Protocol;
 }

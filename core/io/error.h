@@ -48,6 +48,10 @@ constexpr const ErrorKindInfo& errorKindInfo(ErrorKind kind) { return kErrorKind
 /// are the input the worker refused; INTERNAL, UNKNOWN, DATA_LOSS are a broken peer.
 ErrorKind errorKindOfGrpcCode(int grpc_code);
 
+/// A grpc::StatusCode's name as gRPC spells it ("OK", "INVALID_ARGUMENT", ...); empty for a
+/// number that is no code.
+std::string_view grpcCodeName(int grpc_code);
+
 /// The kind of a failure a worker reported as text "CODE: message" (CODE as gRPC spells
 /// it, e.g. "INVALID_ARGUMENT: ..."); Protocol when the text names no code.
 ErrorKind errorKindOfReport(std::string_view report);

@@ -51,6 +51,13 @@ TEST(ErrorKinds, AFailedCallMeansTheKindAUserActsOn) {
   EXPECT_EQ(kindOf(StatusCode::DATA_LOSS), ErrorKind::Protocol);
 }
 
+TEST(ErrorKinds, CodesAreNamedAsGrpcSpellsThem) {
+  EXPECT_EQ(grpcCodeName(static_cast<int>(grpc::StatusCode::OK)), "OK");
+  EXPECT_EQ(grpcCodeName(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT)), "INVALID_ARGUMENT");
+  EXPECT_EQ(grpcCodeName(static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)), "UNAUTHENTICATED");
+  EXPECT_EQ(grpcCodeName(17), "");
+}
+
 TEST(ErrorKinds, WhatAWorkerReportsKeepsItsKind) {
   EXPECT_EQ(errorKindOfReport("INVALID_ARGUMENT: loss: output [4, 10] and labels [4]"), ErrorKind::InvalidInput);
   EXPECT_EQ(errorKindOfReport("FAILED_PRECONDITION: MNIST images '/d/x': cannot open the file"), ErrorKind::Environment);

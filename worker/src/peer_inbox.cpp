@@ -112,6 +112,8 @@ void PeerInbox::abort(const WorkerError& reason) {
 }
 
 void PeerInbox::put(v1::PeerTensor tensor) {
+  // Outside the lock: a scan of a large activation must not hold up the stage's take().
+  const bool finite = allFinite(tensor.tensor().data());
   {
     std::lock_guard lock(mutex_);
     if (aborted_) throw *aborted_;
@@ -132,7 +134,7 @@ void PeerInbox::put(v1::PeerTensor tensor) {
                         "the inbox holds " + std::to_string(held_bytes_ >> 20) + " MiB of slices, its limit; '" +
                             tensor.sender() + "' is too far ahead (step " + std::to_string(tensor.step()) + ")");
     }
-    if (!allFinite(tensor.tensor().data())) ++non_finite_;
+    if (!finite) ++non_finite_;
     held_bytes_ = held_bytes_ - replaced + bytes;
     slices_[key] = std::move(tensor);
   }
