@@ -198,6 +198,13 @@ void TrainingRun::writeCheckpointNow(RunResult& result) {
   result.backup_ms += msSince(began);
 }
 
+void TrainingRun::saveCheckpoint(const std::string& dir) {
+  if (!deployed_) throw std::logic_error("TrainingRun::saveCheckpoint: nothing is deployed");
+  Plan plan = deployed_->plan;
+  plan.optimizer = optimizer_;
+  writeCheckpoint(dir, makeCheckpoint(deployed_->coordinator->collectWeights(true), *model_, plan, *deployed_->cluster, options_));
+}
+
 void TrainingRun::updateFactors() {
   if (!deployed_) return;
   for (const auto& [name, f] : measuredFactors(deployed_->plan, costModel(*deployed_->cluster, false), latest_)) {

@@ -227,6 +227,11 @@ class TrainingRun {
   void requestReplan(ReplanRequest request = {});
 
   // The deployment; valid after deploy(), changed only on train()'s thread.
+  /// Collects the deployed job's weights and optimizer state now (between train() calls)
+  /// and writes them as a checkpoint of the step reached to `dir` (control/checkpoint.h):
+  /// what `run --export` and the console's export read. Throws std::logic_error when
+  /// nothing is deployed, WorkerError or Error when a worker or the disk fails.
+  void saveCheckpoint(const std::string& dir);
   const Plan& plan() const;
   const Cluster& deployedCluster() const;
   Coordinator& deployment();

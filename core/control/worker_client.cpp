@@ -6,7 +6,11 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "control/cluster_token.h"
+#include "io/error.h"
 #include "control/transport_security.h"
 
 namespace stagecraft::control {
@@ -55,13 +59,53 @@ v1::WorkerInfo WorkerClient::describe(std::chrono::milliseconds deadline) {
       v1::DescribeRequest{}, deadline);
 }
 
+void WorkerClient::sendModelFile(const v1::ScriptSource& script, std::chrono::milliseconds deadline) {
+  v1::ModelFileRef ref;
+  ref.set_sha256(script.sha256());
+  ref.set_size(script.size());
+  const v1::ModelFileStatus held = call<v1::ModelFileRef, v1::ModelFileStatus>(
+      endpoint_, "HasModelFile", [&](auto* c, const auto& r, auto* o) { return stub_->HasModelFile(c, r, o); }, ref,
+      deadline);
+  if (held.held()) return;
+  std::ifstream in(script.path(), std::ios::binary);
+  if (!in) throw environmentError(script.path() + ": the model file cannot be read");
+  std::error_code ec;
+  if (static_cast<std::int64_t>(std::filesystem::file_size(script.path(), ec)) != script.size() || ec) {
+    throw Error(script.path() + ": has changed since it was imported (its size differs): import it again");
+  }
+  grpc::ClientContext context;
+  authorizeCall(context, endpoint_);
+  // A megabyte per second at the least, on top of the call's own deadline.
+  const auto upload_deadline = deadline + std::chrono::milliseconds(script.size() / 1000);
+  context.set_deadline(std::chrono::system_clock::now() + upload_deadline);
+  v1::ModelFileStatus reply;
+  auto writer = stub_->PutModelFile(&context, &reply);
+  v1::ModelFileChunk chunk;
+  chunk.set_sha256(script.sha256());
+  chunk.set_size(script.size());
+  constexpr std::size_t kChunkBytes = 1 << 20;
+  std::string buffer(kChunkBytes, '\0');
+  bool open = true;
+  do {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    chunk.set_data(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    open = writer->Write(chunk);
+    chunk.clear_sha256();
+  } while (open && in && !in.eof());
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) throw workerFailure(endpoint_, "PutModelFile", status, upload_deadline);
+}
+
 v1::DeviceProfile WorkerClient::profile(const v1::ProfileRequest& request, std::chrono::milliseconds deadline) {
+  if (request.model().has_script()) sendModelFile(request.model().script(), deadline);
   return call<v1::ProfileRequest, v1::DeviceProfile>(
       endpoint_, "Profile", [&](auto* c, const auto& r, auto* o) { return stub_->Profile(c, r, o); }, request,
       deadline);
 }
 
 v1::DeployReply WorkerClient::deploy(const v1::StageAssignment& assignment, std::chrono::milliseconds deadline) {
+  if (assignment.model().has_script()) sendModelFile(assignment.model().script(), deadline);
   return call<v1::StageAssignment, v1::DeployReply>(
       endpoint_, "Deploy", [&](auto* c, const auto& r, auto* o) { return stub_->Deploy(c, r, o); }, assignment,
       deadline);

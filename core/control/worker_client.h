@@ -35,6 +35,8 @@ class WorkerClient {
   v1::Worker::Stub& stub() { return *stub_; }
 
   v1::WorkerInfo describe(std::chrono::milliseconds deadline);
+  /// Profile and Deploy of a TorchScript model first make sure the worker holds its file
+  /// (sendModelFile).
   v1::DeviceProfile profile(const v1::ProfileRequest& request, std::chrono::milliseconds deadline);
   v1::DeployReply deploy(const v1::StageAssignment& assignment, std::chrono::milliseconds deadline);
   void start(const v1::StartRequest& request, std::chrono::milliseconds deadline);
@@ -43,6 +45,10 @@ class WorkerClient {
   v1::StageWeights getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline);
   v1::BackupList listBackups(const std::string& job, std::chrono::milliseconds deadline);
   v1::StageWeights getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline);
+  /// Streams the TorchScript file `script` names (its path here) to the worker in 1 MiB
+  /// chunks unless the worker already holds it by hash. Throws Error when the file is gone
+  /// or changed since it was imported, WorkerError when the worker refuses it.
+  void sendModelFile(const v1::ScriptSource& script, std::chrono::milliseconds deadline);
 
  private:
   WorkerEndpoint endpoint_;

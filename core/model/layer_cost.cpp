@@ -1,5 +1,6 @@
 #include "model/layer_cost.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -228,6 +229,27 @@ LayerCost lmHead(const v1::Layer& layer, const std::vector<int>& in) {
   return c;
 }
 
+/// One child of a user's TorchScript nn.Sequential: the worker's shape probe measured what
+/// the formulas above derive (output shape, parameters, FLOPs, what backward keeps).
+LayerCost torchscript(const v1::Layer& layer, const std::vector<int>&) {
+  if (layer.module_path().empty()) fail(layer, "module_path is empty (which child of the file this is)");
+  if (layer.output_shape().empty()) fail(layer, "output_shape is empty");
+  LayerCost c;
+  for (int d : layer.output_shape()) {
+    if (d <= 0) fail(layer, "output_shape has a non-positive dimension");
+    c.output_shape.push_back(d);
+  }
+  const auto finiteNonNegative = [&](double v, const char* field) {
+    if (!std::isfinite(v) || v < 0) fail(layer, std::string(field) + " must be finite and not negative");
+    return v;
+  };
+  if (layer.parameter_count() < 0) fail(layer, "parameter_count must not be negative");
+  c.parameters = static_cast<double>(layer.parameter_count());
+  c.forward_flops = finiteNonNegative(layer.forward_flops(), "forward_flops");
+  c.saved_bytes = finiteNonNegative(layer.saved_bytes(), "saved_bytes");
+  return c;
+}
+
 using CostFn = LayerCost (*)(const v1::Layer&, const std::vector<int>&);
 
 struct KindEntry {
@@ -245,6 +267,7 @@ constexpr KindEntry kKinds[] = {
     {"embedding", embedding},
     {"transformer_block", transformerBlock},
     {"lm_head", lmHead},
+    {"torchscript", torchscript},
 };
 
 }  // namespace

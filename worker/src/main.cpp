@@ -16,6 +16,7 @@
 #include "blas_probe.h"
 #include "io/error.h"
 #include "peer_outbox.h"
+#include "script_tool.h"
 #include "status_mapping.h"
 #include "worker_node.h"
 #include "worker_options.h"
@@ -53,6 +54,7 @@ extern "C" void onTerminate(int signal) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && isModelCommand(argv[1])) return runModelCommand(std::vector<std::string>(argv + 1, argv + argc));
   keepFreedMemory();
   WorkerOptions options;
   try {

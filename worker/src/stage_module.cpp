@@ -13,6 +13,7 @@
 
 #include "io/error.h"
 #include "model/model_spec.h"
+#include "script_model.h"
 #include "tensor_wire.h"
 #include "torch_stage.h"
 
@@ -368,8 +369,25 @@ StageModuleImpl::StageModuleImpl(const v1::Model& model, int begin, int end, std
     throw Error("model '" + model.name() + "': layer range [" + std::to_string(begin) + ", " +
                 std::to_string(end) + ") is not within its " + std::to_string(spec.layerCount()) + " layers");
   }
+  // A TorchScript model's children come from its file, with the file's weights.
+  std::vector<std::string> script_paths;
   for (int i = begin; i < end; ++i) {
-    BuiltLayer built = buildLayer(spec.layer(i), layerSeed(seed, i));
+    if (spec.layer(i).kind() == "torchscript") script_paths.push_back(spec.layer(i).module_path());
+  }
+  std::vector<ScriptedLayer> scripted;
+  if (!script_paths.empty()) {
+    if (model.script().path().empty()) throw Error("model '" + model.name() + "': its TorchScript file is not here");
+    scripted = loadScriptedLayers(model.script().path(), script_paths);
+  }
+  auto next_scripted = scripted.begin();
+  for (int i = begin; i < end; ++i) {
+    BuiltLayer built;
+    if (spec.layer(i).kind() == "torchscript") {
+      built = {next_scripted->module, std::move(next_scripted->run)};
+      ++next_scripted;
+    } else {
+      built = buildLayer(spec.layer(i), layerSeed(seed, i));
+    }
     // Named by the global index, so a tensor has the same name in every split.
     register_module(std::to_string(i), built.module);
     layers_.push_back(std::move(built.module));

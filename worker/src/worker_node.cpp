@@ -55,7 +55,8 @@ WorkerNode::WorkerNode(WorkerOptions options)
       backup_sender_(options_.name, options_.token, &link_, [this](const std::string& job, const std::string& why) {
         hub_.log(job, why);
         std::fprintf(stderr, "stagecraft-worker: %s\n", why.c_str());
-      }) {
+      }),
+      model_files_(options_.cache_dir) {
   configureTorchThreads(options_.threads);
   // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
   // which fight each other (and LibTorch's threads) under a CPU quota.
@@ -182,9 +183,33 @@ v1::DeviceProfile WorkerNode::profile(const v1::ProfileRequest& request) {
       throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': profiling would disturb it");
     }
   }
-  v1::DeviceProfile profile = profileModel(request, options_.slowdown);
+  v1::DeviceProfile profile;
+  if (request.model().has_script()) {
+    v1::ProfileRequest local = request;
+    useCachedScript(*local.mutable_model());
+    profile = profileModel(local, options_.slowdown);
+  } else {
+    profile = profileModel(request, options_.slowdown);
+  }
   profile.set_device(options_.name);
   return profile;
+}
+
+v1::ModelFileStatus WorkerNode::hasModelFile(const v1::ModelFileRef& ref) const {
+  v1::ModelFileStatus status;
+  status.set_held(!model_files_.find(ref.sha256(), ref.size()).empty());
+  return status;
+}
+
+void WorkerNode::useCachedScript(v1::Model& model) const {
+  const auto& script = model.script();
+  const std::string path = model_files_.find(script.sha256(), script.size());
+  if (path.empty()) {
+    throw WorkerError(ErrorCode::FailedPrecondition,
+                      "model file " + script.file_name() + " (SHA-256 " + script.sha256().substr(0, 12) +
+                          "...) is not held here: send it with PutModelFile first");
+  }
+  model.mutable_script()->set_path(path);
 }
 
 std::shared_ptr<StageRuntime> WorkerNode::deployed() const {
@@ -216,6 +241,11 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   if (!given.data().path().empty() || !given.data().labels_path().empty()) {
     confined = given;
     confineDataPaths(*confined->mutable_data(), options_.data_dir);
+  }
+  // A TorchScript model is read from this worker's copy, never from a path the caller names.
+  if (given.model().has_script()) {
+    if (!confined) confined = given;
+    useCachedScript(*confined->mutable_model());
   }
   const v1::StageAssignment& assignment = confined ? *confined : given;
   StageLayout layout = layoutStage(assignment);

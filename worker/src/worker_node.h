@@ -13,6 +13,7 @@
 #include "backup_store.h"
 #include "blas_probe.h"
 #include "group_store.h"
+#include "model_cache.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stagecraft/v1/worker.pb.h"
@@ -66,6 +67,11 @@ class WorkerNode {
   /// FailedPrecondition when no such group meets here (yet), or what the store throws.
   v1::GroupStoreReply groupStore(const v1::GroupStoreRequest& request);
 
+  /// Whether the TorchScript file `ref` names is held here.
+  v1::ModelFileStatus hasModelFile(const v1::ModelFileRef& ref) const;
+  /// Where an arriving model file goes (PutModelFile).
+  ModelCache& modelFiles() { return model_files_; }
+
   TelemetryHub& telemetry() { return hub_; }
   /// A coordinator called (Start, Stop, Deploy, Heartbeat, weights, a Telemetry stream
   /// opening or closing): the lease on a training job starts again.
@@ -83,6 +89,9 @@ class WorkerNode {
   /// --lease-s: its coordinator is gone (killed, or its machine or link down), and the job
   /// would otherwise train on unwatched and refuse every new run.
   void watchLease();
+  /// Points a TorchScript model at this worker's copy of its file. Throws
+  /// FailedPrecondition when the file is not held.
+  void useCachedScript(v1::Model& model) const;
 
   WorkerOptions options_;
   BlasInfo blas_;
@@ -94,6 +103,7 @@ class WorkerNode {
   LinkPacer link_;  // the emulated NIC every outgoing message shares
   BackupStore backups_;
   BackupSender backup_sender_;
+  ModelCache model_files_;
 
   std::mutex control_mutex_;  // serialises Deploy / Start / Stop / SetWeights
   mutable std::mutex mutex_;  // guards the fields below

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "control/cluster_token.h"
 #include "io/error.h"
@@ -31,7 +32,7 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
 
 std::string workerUsage() {
   return "usage: stagecraft-worker --listen HOST:PORT --name NAME --tier cloud|edge|end\n"
-         "                         (--token-file PATH | --insecure) [--data-dir DIR]\n"
+         "                         (--token-file PATH | --insecure) [--data-dir DIR] [--cache-dir DIR]\n"
          "                         [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
@@ -54,6 +55,9 @@ std::string workerUsage() {
          "                         certificate the CA signed (packaging/make-certs makes them)\n"
          "  --data-dir DIR         the only folder Deploy may name data files in (MNIST, CIFAR-10);\n"
          "                         without it only synthetic data trains\n"
+         "  --cache-dir DIR        where TorchScript models sent by coordinators are kept, by hash\n"
+         "                         (default $XDG_CACHE_HOME/stagecraft/models or\n"
+         "                         ~/.cache/stagecraft/models)\n"
          "  --threads T            LibTorch threads (default: all cores)\n"
          "  --slowdown F           emulate a device F times slower (default 1)\n"
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
@@ -124,6 +128,9 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       if (::stat(o.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
         throw Error("--data-dir: '" + o.data_dir + "' is not a folder");
       }
+    } else if (flag == "--cache-dir") {
+      o.cache_dir = next();
+      if (o.cache_dir.empty()) throw Error("--cache-dir: must not be empty");
     } else if (flag == "--threads") {
       const double t = parseNumber(flag, next(), 1, true);
       if (t != std::floor(t) || t > 1024) throw Error("--threads: '" + value + "' is not a thread count");
@@ -168,6 +175,13 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
                 "answer anyone)");
   }
   if (!o.token_file.empty()) o.token = control::readTokenFile(o.token_file);
+  if (o.cache_dir.empty()) {
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+      o.cache_dir = std::string(xdg) + "/stagecraft/models";
+    } else if (const char* home = std::getenv("HOME"); home && *home) {
+      o.cache_dir = std::string(home) + "/.cache/stagecraft/models";
+    }
+  }
   o.tls = control::readTlsFiles(o.tls_files);
   return o;
 }

@@ -19,6 +19,7 @@ struct WorkerOptions {
   control::TlsFiles tls_files;  ///< --tls-cert, --tls-key, --tls-ca: mutual TLS when given
   std::optional<control::TlsMaterial> tls;  ///< their contents, read by parseWorkerOptions()
   std::string data_dir;         ///< the only folder data files are read from; empty: none
+  std::string cache_dir;        ///< TorchScript model files by hash; defaulted by parseWorkerOptions()
   int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
   double slowdown = 1;          ///< compute takes this many times as long
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced

@@ -134,4 +134,26 @@ grpc::Status WorkerService::GetBackup(grpc::ServerContext* context, const v1::Ba
   return guarded([&] { *reply = node_.backup(*request); });
 }
 
+grpc::Status WorkerService::HasModelFile(grpc::ServerContext* context, const v1::ModelFileRef* request,
+                                         v1::ModelFileStatus* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  return guarded([&] { *reply = node_.hasModelFile(*request); });
+}
+
+grpc::Status WorkerService::PutModelFile(grpc::ServerContext* context, grpc::ServerReader<v1::ModelFileChunk>* reader,
+                                         v1::ModelFileStatus* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  return guarded([&] {
+    v1::ModelFileChunk chunk;
+    if (!reader->Read(&chunk)) throw WorkerError(ErrorCode::InvalidArgument, "model file: no chunk arrived");
+    ModelCache::Upload upload = node_.modelFiles().begin(chunk.sha256(), chunk.size());
+    do {
+      upload.write(chunk.data());
+    } while (reader->Read(&chunk));
+    if (context->IsCancelled()) throw WorkerError(ErrorCode::Aborted, "model file: the sender gave up");
+    upload.finish();
+    reply->set_held(true);
+  });
+}
+
 }  // namespace stagecraft::worker
