@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "arguments.h"
+#include "control/model_import.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "model/zoo.h"
@@ -53,6 +54,20 @@ PlanRequest requestFromArguments(const ParsedArguments& args) {
   return request;
 }
 
+void addModelOption(ArgumentParser& parser, bool required, const std::string& note) {
+  const std::string help = "a built-in model (see `models`), a model .json, or a TorchScript nn.Sequential (.pt)" + note;
+  if (required) {
+    parser.required("model", "M", help);
+  } else {
+    parser.option("model", "M", help);
+  }
+  parser.option("input-shape", "C,H,W|D|T", "a TorchScript model's sample shape: image C,H,W, vector D, or T tokens");
+}
+
+ModelSpec modelFromArguments(const ParsedArguments& args) {
+  return control::loadModelOrScript(args.value("model"), args.has("input-shape") ? args.value("input-shape") : "");
+}
+
 void addCostOptions(ArgumentParser& parser) {
   parser.option("optimizer", "sgd|adam", "optimizer whose state counts against memory", "sgd")
       .option("profile", "FILE", "measured per-layer times (stagecraft.v1.ProfileSet JSON) instead of FLOPs");
@@ -79,7 +94,7 @@ void applyProfile(const ParsedArguments& args, CostModel& cost) {
 
 PlanningInputs::PlanningInputs(const ParsedArguments& args)
     : optimizer(optimizerFromArguments(args)),
-      model(loadModel(args.value("model"))),
+      model(modelFromArguments(args)),
       cluster(loadCluster(args.value("cluster"))),
       cost(model, cluster, optimizer) {
   applyProfile(args, cost);

@@ -50,6 +50,12 @@ void addRequestOptions(ArgumentParser& parser);
 /// allowed (non-positive, batch not divisible by micro-batches, unknown schedule).
 PlanRequest requestFromArguments(const ParsedArguments& args);
 
+/// Declares --model (required or not; `note` ends its help) and --input-shape on `parser`.
+void addModelOption(ArgumentParser& parser, bool required, const std::string& note = {});
+/// The model --model and --input-shape name: a zoo model, a model JSON, or a TorchScript
+/// file imported through the worker's shape probe (control/model_import.h).
+ModelSpec modelFromArguments(const ParsedArguments& args);
+
 /// Declares --optimizer and --profile on `parser`.
 void addCostOptions(ArgumentParser& parser);
 /// The --optimizer flag; throws Error unless it is sgd or adam.

@@ -100,8 +100,8 @@ int runCompare(std::span<const std::string> args) {
   std::string all;
   for (const auto& name : plannerNames()) all += (all.empty() ? "" : ",") + name;
   ArgumentParser parser("compare", "Runs several planners on one model and cluster and simulates each plan.");
-  parser.required("model", "M", "a built-in model (see `models`) or a model .json")
-      .required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end");
+  addModelOption(parser, true);
+  parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end");
   addRequestOptions(parser);
   addCostOptions(parser);
   parser.option("planners", "LIST", "comma-separated planners", all)

@@ -75,8 +75,8 @@ std::vector<std::string> explainPlan(const PlanOutcome& outcome, const CostModel
 
 int runPlan(std::span<const std::string> args) {
   ArgumentParser parser("plan", "Plans a model on a cluster with one planner and explains the plan.");
-  parser.required("model", "M", "a built-in model (see `models`) or a model .json")
-      .required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
+  addModelOption(parser, true);
+  parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
       .option("planner", "P", "hybrid, dp, dp-weighted, gpipe, pipedream or exhaustive", "hybrid");
   addRequestOptions(parser);
   addCostOptions(parser);

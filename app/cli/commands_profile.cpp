@@ -15,20 +15,20 @@ int runProfile(std::span<const std::string> args) {
                         "Has every worker of a cluster time each layer of a model, forward and backward, at the "
                         "given micro-batch sizes. The result is what `plan --profile` and `compare --profile` read.");
   parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
-      .required("model", "M", "a built-in model (see `models`) or a model .json")
       .option("micro-batches", "N,N,...", "micro-batch sizes to time", "1,4,16")
       .option("repeats", "N", "timed repetitions per size", "3")
       .option("timeout", "SECONDS", "how long one worker may take", "600")
       .option("out", "FILE", "write the profiles (stagecraft.v1.ProfileSet JSON)")
       .flag("json", "print the stagecraft.v1.ProfileSet as JSON")
       .epilog("The workers must be running: `stagecraft-cli cluster up --cluster C` starts local ones.");
+  addModelOption(parser, true);
   addTokenOption(parser);
   const ParsedArguments parsed = parser.parse(args);
   const std::vector<int> sizes = parsePositiveList("micro-batches", parsed.value("micro-batches"));
   const int repeats = parsed.positiveInt("repeats");
   control::CoordinatorOptions options;
   options.profile_timeout = secondsFlag("timeout", parsed.value("timeout"));
-  const ModelSpec model = loadModel(parsed.value("model"));
+  const ModelSpec model = modelFromArguments(parsed);
   const LiveCluster live = openCluster(parsed.value("cluster"), parsed);
   options.token = live.token;
 

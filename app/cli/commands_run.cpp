@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "command_support.h"
 #include "commands.h"
 #include "control/checkpoint.h"
+#include "control/model_import.h"
 #include "control/coordinator.h"
 #include "control/training_run.h"
 #include "control/local_cluster.h"
@@ -34,6 +36,27 @@
 
 namespace stagecraft::cli {
 namespace {
+
+/// A private folder under $TMPDIR, removed with everything in it when this goes.
+class TemporaryFolder {
+ public:
+  explicit TemporaryFolder(const std::string& prefix) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw environmentError("cannot make a folder in " + pattern);
+    path_ = pattern;
+  }
+  ~TemporaryFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -70,9 +93,9 @@ int runRun(std::span<const std::string> args) {
   ArgumentParser parser("run",
                         "Trains a model on a cluster's workers: profiles every worker, plans with the measured "
                         "profiles, deploys one stage assignment per device and trains with live progress.");
-  parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end")
-      .option("model", "M", "a built-in model (see `models`) or a model .json (not needed with --plan)")
-      .option("planner", "P", "hybrid, dp, dp-weighted, gpipe, pipedream or exhaustive", "hybrid")
+  parser.required("cluster", "C", "a cluster .json, or a shipped example such as cloud-edge-end");
+  addModelOption(parser, false, " (not needed with --plan)");
+  parser.option("planner", "P", "hybrid, dp, dp-weighted, gpipe, pipedream or exhaustive", "hybrid")
       .option("plan", "FILE", "deploy this plan (stagecraft.v1.Plan JSON, e.g. from `plan --out`) instead of planning")
       .required("steps", "N", "training steps (iterations of one global batch)");
   addRequestOptions(parser);
@@ -100,6 +123,9 @@ int runRun(std::span<const std::string> args) {
       .option("checkpoint-dir", "DIR",
               "write the run to DIR/checkpoint.pb (atomically) for `run --resume DIR` after a crash")
       .option("checkpoint-every", "N", "steps between checkpoints (with --checkpoint-dir)", "10")
+      .option("export", "FILE.pt",
+              "after training, write the trained TorchScript model (a --model FILE.pt) to FILE.pt, with its own "
+              "parameter names, for torch.jit.load")
       .option("resume", "DIR",
               "go on from DIR/checkpoint.pb: its model, weights, optimizer state, data and plan (re-planned "
               "when its devices are not all in --cluster); --steps is then the step to reach; stale jobs on "
@@ -189,17 +215,17 @@ int runRun(std::span<const std::string> args) {
   std::optional<ModelSpec> loaded;
   if (resuming) {
     loaded = ModelSpec::fromProto(checkpoint->model());
-    if (parsed.has("model") && loadModel(parsed.value("model")).name() != loaded->name()) {
+    if (parsed.has("model") && modelFromArguments(parsed).name() != loaded->name()) {
       throw Error("run: --model " + parsed.value("model") + " but the checkpoint trains " + loaded->name());
     }
   } else if (from_file) {
     io::readJsonFile(parsed.value("plan"), plan_file);
     loaded = modelOfPlan(plan_file);
-    if (parsed.has("model") && loadModel(parsed.value("model")).name() != loaded->name()) {
+    if (parsed.has("model") && modelFromArguments(parsed).name() != loaded->name()) {
       throw Error("run: --model " + parsed.value("model") + " but the plan trains " + loaded->name());
     }
   } else {
-    loaded = loadModel(parsed.value("model"));
+    loaded = modelFromArguments(parsed);
   }
   const ModelSpec& model = *loaded;
   const Optimizer optimizer =
@@ -247,6 +273,20 @@ int runRun(std::span<const std::string> args) {
   if (parsed.has("checkpoint-dir") || resuming) {
     settings.checkpoint_dir = parsed.has("checkpoint-dir") ? parsed.value("checkpoint-dir") : parsed.value("resume");
     settings.checkpoint_every = parsed.positiveInt("checkpoint-every");
+  }
+  // --export writes the run's last checkpoint into the TorchScript file: without a
+  // --checkpoint-dir, into a temporary one written only at the end.
+  std::optional<TemporaryFolder> export_folder;
+  if (parsed.has("export")) {
+    if (!model.proto().has_script()) {
+      throw Error("--export writes TorchScript models (--model FILE.pt); " + model.name() +
+                  " is not one (its weights are in --checkpoint-dir's checkpoint.pb)");
+    }
+    if (settings.checkpoint_dir.empty()) {
+      export_folder.emplace("stagecraft-export");
+      settings.checkpoint_dir = export_folder->path();
+      settings.checkpoint_every = std::numeric_limits<std::int64_t>::max();
+    }
   }
   const std::int64_t replan_every = parsed.nonNegativeInt("replan-every");
   control::TrainingRun run(cluster, model, optimizer, training, coordinator_options, settings);
@@ -488,6 +528,11 @@ int runRun(std::span<const std::string> args) {
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (result.diverged) printDivergence(*result.diverged, training.lr, settings.checkpoint_dir, steps, std::cerr);
   const int status = result.diverged ? kExitFailed : kExitOk;
+  if (parsed.has("export") && !result.diverged) {
+    control::exportTorchScript(settings.checkpoint_dir, parsed.value("export"),
+                               control::findWorkerBinary(parsed.value("worker-binary"), executablePath()));
+    report.set_exported(parsed.value("export"));
+  }
   if (json) {
     printJson(report);
     return status;
@@ -532,9 +577,12 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  checkpoints took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
               << percent(result.backup_ms / result.training_ms) << " of training time)\n";
   }
-  if (result.checkpoint_step >= 0) {
+  if (result.checkpoint_step >= 0 && !export_folder) {
     std::cout << "  checkpoint of step " << result.checkpoint_step << " in " << settings.checkpoint_dir
               << " (stagecraft-cli run --resume " << settings.checkpoint_dir << " --steps N)\n";
+  }
+  if (!report.exported().empty()) {
+    std::cout << "  exported the trained model to " << report.exported() << " (torch.jit.load it in PyTorch)\n";
   }
   if (parsed.has("timeline")) {
     std::cout << "  wrote the predicted and measured timelines to " << parsed.value("timeline")

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       script.memory_mb = std::stod(value);
     else if (flag == "--token-file")
       script.token = stagecraft::control::readTokenFile(value);
-    else if (flag == "--threads" || flag == "--data-dir" || flag == "--beacon-port" || flag == "--beacon-interval-ms" ||
+    else if (flag == "--threads" || flag == "--data-dir" || flag == "--cache-dir" || flag == "--beacon-port" || flag == "--beacon-interval-ms" ||
              flag == "--beacon-to")
       continue;  // the fake worker sends no beacons
     else {
