@@ -86,6 +86,11 @@ QString layerKindLabel(const std::string& kind) {
   return QString::fromStdString(kind);
 }
 
+QString layerKindLabel(const v1::Layer& layer) {
+  if (layer.kind() == "torchscript" && !layer.module_type().empty()) return QString::fromStdString(layer.module_type());
+  return layerKindLabel(layer.kind());
+}
+
 QString costSourceLabel(CostSource source) {
   switch (source) {
     case CostSource::Profiled: return QCoreApplication::translate("DisplayUnits", "profiled");

@@ -5,6 +5,7 @@
 
 #include "cluster/cluster.h"
 #include "cost/cost_basis.h"
+#include "stagecraft/v1/model.pb.h"
 
 namespace stagecraft::gui {
 
@@ -24,6 +25,8 @@ QString tierLabel(Tier tier);
 /// A layer kind as a model file spells it ("conv2d"), in words ("Convolution"), translated;
 /// an unknown kind as it is.
 QString layerKindLabel(const std::string& kind);
+/// The label of `layer`'s kind; a TorchScript child shows its PyTorch class ("Conv2d").
+QString layerKindLabel(const v1::Layer& layer);
 /// Where a prediction comes from, as every figure says it: "from specs", "profiled",
 /// "calibrated from training", translated.
 QString costSourceLabel(CostSource source);

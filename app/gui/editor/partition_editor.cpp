@@ -578,7 +578,7 @@ QString PartitionEditor::toolTipAt(const QPoint& pos) const {
     return tr("Layer %1 “%2” (%3): forward %4 and backward %5 per sample, %6 parameters, %7 of activation per "
               "sample.")
         .arg(i)
-        .arg(QString::fromStdString(m.layer(i).name()), layerKindLabel(m.layer(i).kind()),
+        .arg(QString::fromStdString(m.layer(i).name()), layerKindLabel(m.layer(i)),
              formatFlops(m.cost(i).forward_flops), formatFlops(m.cost(i).backward_flops),
              formatCount(m.cost(i).parameters), formatBytes(m.cost(i).output_bytes));
   }

@@ -127,6 +127,12 @@ class TrainingController : public QObject {
   /// After the divergence guard stopped the run: trains on to the run's target at learning
   /// rate `lr` from the weights it went back to.
   bool continueWithLearningRate(double lr);
+  /// When no step runs and a TorchScript model is deployed: writes the weights the workers
+  /// hold now into a copy of its file at `path` (torch.jit.load loads it):
+  /// modelExported() or failed().
+  bool exportModel(const QString& path);
+  /// Whether the deployed model came from a TorchScript file (exportModel() can write it).
+  bool canExportModel() const { return model_ && model_->proto().has_script(); }
 
  Q_SIGNALS:
   void stateChanged(stagecraft::gui::TrainingState state);
@@ -150,6 +156,8 @@ class TrainingController : public QObject {
   void failed(const QString& message);
   /// The run reached its target step.
   void trainingFinished(qint64 step);
+  /// exportModel() wrote the model trained to `step` to `path`.
+  void modelExported(const QString& path, qint64 step);
   /// `proposed` is over `calibrated` (the live devices); `current` is over `current_cluster`
   /// (every deployed device); both priced with `basis` (the run's, with the speeds measured
   /// now), as the figures are.

@@ -63,7 +63,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
     if (i >= plan.stages[s].layer_begin && i < plan.stages[s].layer_end) stage = s;
   }
   const QString name = QString::fromStdString(model.layer(i).name());
-  const QString kind = layerKindLabel(model.layer(i).kind());
+  const QString kind = layerKindLabel(model.layer(i));
 
   if (role == Qt::DisplayRole) {
     switch (index.column()) {

@@ -245,7 +245,7 @@ void MainWindow::createDocks() {
   model_layout->setContentsMargins(0, 0, 0, 0);
   model_picker_ = new QComboBox(model_panel);
   for (const std::string& name : zooModelNames()) model_picker_->addItem(fromStd(name), fromStd(name));
-  model_picker_->setToolTip(tr("A model from the built-in zoo."));
+  model_picker_->setToolTip(tr("A model from the built-in zoo, or a TorchScript file (File → Open TorchScript Model…)."));
   connect(model_picker_, &QComboBox::activated, this,
           [this](int index) { selectModel(model_picker_->itemData(index).toString()); });
   model_layout->addWidget(model_picker_);
@@ -307,6 +307,8 @@ void MainWindow::createActions() {
                                                       tr("Cluster files (*.json);;All files (*)"));
     if (!path.isEmpty()) openCluster(path);
   });
+  open_script_ = make(tr("Open &TorchScript Model…"), QKeySequence(), tr("Plan and train your own PyTorch model"),
+                      [this] { openTorchScriptModel(); });
   open_plan_ = make(tr("Open &Plan…"), QKeySequence(tr("Ctrl+Shift+O")), tr("Open a plan file"), [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open plan"), QFileInfo(plan_path_).path(),
                                                       tr("Plan files (*.json);;All files (*)"));
@@ -344,6 +346,8 @@ void MainWindow::createActions() {
                [this] { stopTraining(); });
   replan_ = make(tr("&Re-plan Now"), QKeySequence(tr("Ctrl+R")),
                  tr("Plan again over the devices live now, with their measured speeds"), [this] { replanNow(); });
+  export_model_ = make(tr("E&xport Trained Model…"), QKeySequence(),
+                       tr("Write the trained TorchScript model for torch.jit.load"), [this] { exportTrainedModel(); });
 
   auto* toolbar = addToolBar(tr("Main"));
   toolbar->setObjectName(QStringLiteral("mainToolBar"));
@@ -358,6 +362,7 @@ void MainWindow::createActions() {
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(open_cluster_);
+  file->addAction(open_script_);
   file->addAction(open_plan_);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(save_plan_);
@@ -393,6 +398,7 @@ void MainWindow::createMenus() {
   training->addActions({deploy_, start_, stop_});
   training->addSeparator();
   training->addAction(replan_);
+  training->addAction(export_model_);
 
   view_menu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : docks_) view_menu_->addAction(dock->toggleViewAction());

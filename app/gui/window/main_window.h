@@ -86,6 +86,13 @@ class MainWindow : public QMainWindow {
   bool openCluster(const QString& name_or_path);
   bool openPlan(const QString& path);
   void selectModel(const QString& name_or_path);
+  /// Asks for a TorchScript file and its sample shape, imports it through the worker's shape
+  /// probe and makes it the model (listed in the model picker from then on).
+  void openTorchScriptModel();
+  /// Asks where to write the deployed TorchScript model with the weights trained so far.
+  void exportTrainedModel();
+  /// The model picker's entry for a TorchScript file, added when missing.
+  void listTorchScriptModel(const QString& path, const QString& name);
   void savePlanAs();
   void addDeviceByAddress();
   void startLocalCluster();
@@ -161,6 +168,8 @@ class MainWindow : public QMainWindow {
   // Actions.
   QAction* open_cluster_ = nullptr;
   QAction* open_plan_ = nullptr;
+  QAction* open_script_ = nullptr;
+  QAction* export_model_ = nullptr;
   QAction* save_plan_ = nullptr;
   QAction* export_charts_ = nullptr;
   QAction* quit_ = nullptr;

@@ -1,8 +1,12 @@
 // MainWindow's documents: the cluster, model and plan it opens and saves, the recent
 // files, and the question before quitting with plan edits that are not saved.
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
+#include <QInputDialog>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QSettings>
@@ -10,6 +14,9 @@
 #include <QUndoStack>
 
 #include "cluster/cluster_catalog.h"
+#include "control/local_cluster.h"
+#include "control/model_import.h"
+#include "io/error.h"
 #include "editor/plan_session.h"
 #include "model/zoo.h"
 #include "models/device_model.h"
@@ -26,7 +33,27 @@ const QString kRecentPlans = QStringLiteral("recent/plans");
 const QString kDefaultCluster = QStringLiteral("jetson-edge");
 const QString kDefaultModel = QStringLiteral("vgg11");
 
+const QString kScriptShapes = QStringLiteral("torchscript/shape/");
+
 QString fromStd(const std::string& text) { return QString::fromStdString(text); }
+
+/// A zoo name, a model JSON, or a TorchScript file with the sample shape given for it
+/// before, imported by the worker's shape probe (a second or so, under a wait cursor).
+ModelSpec loadNamedModel(const QString& name_or_path) {
+  const std::string path = name_or_path.toStdString();
+  if (!control::isTorchScriptPath(path)) return loadModel(path);
+  const QString shape = QSettings().value(kScriptShapes + name_or_path).toString();
+  if (shape.isEmpty()) {
+    throw Error(path + ": give its sample shape with File → Open TorchScript Model…");
+  }
+  QGuiApplication::setOverrideCursor(Qt::WaitCursor);
+  struct Restore {
+    ~Restore() { QGuiApplication::restoreOverrideCursor(); }
+  } restore;
+  return control::loadModelOrScript(
+      path, shape.toStdString(),
+      control::findWorkerBinary({}, QCoreApplication::applicationFilePath().toStdString()));
+}
 
 }  // namespace
 
@@ -49,8 +76,19 @@ bool MainWindow::openCluster(const QString& name_or_path) {
     cluster_path_ = fromStd(path);
     devices_->loadCluster(cluster);
     if (!session_->hasDocument()) {
-      session_->setDocument(loadModel(pending_model_.isEmpty() ? kDefaultModel.toStdString() : pending_model_.toStdString()),
-                            std::move(cluster));
+      ModelSpec model = [&] {
+        try {
+          return loadNamedModel(pending_model_.isEmpty() ? kDefaultModel : pending_model_);
+        } catch (const std::exception& e) {
+          // A TorchScript file saved in the settings may be gone: the default model then.
+          log_->append(tr("console"), LogModel::Level::Warning, QString::fromUtf8(e.what()));
+          return loadModel(kDefaultModel.toStdString());
+        }
+      }();
+      const bool scripted = model.proto().has_script();
+      const QString name = fromStd(model.name());
+      session_->setDocument(std::move(model), std::move(cluster));
+      if (scripted) listTorchScriptModel(pending_model_, name);
     } else {
       session_->setCluster(std::move(cluster));
     }
@@ -67,13 +105,46 @@ bool MainWindow::openCluster(const QString& name_or_path) {
 
 void MainWindow::selectModel(const QString& name_or_path) {
   try {
-    ModelSpec model = loadModel(name_or_path.toStdString());
+    ModelSpec model = loadNamedModel(name_or_path);
+    if (model.proto().has_script()) listTorchScriptModel(name_or_path, fromStd(model.name()));
     pending_model_ = name_or_path;
     if (session_->hasDocument()) session_->setModel(std::move(model));
     QSettings().setValue(QStringLiteral("model"), name_or_path);
   } catch (const std::exception& e) {
     showError(tr("Cannot load the model"), QString::fromUtf8(e.what()));
   }
+}
+
+void MainWindow::openTorchScriptModel() {
+  QSettings settings;
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open TorchScript model"), settings.value(QStringLiteral("torchscript/folder")).toString(),
+      tr("TorchScript files (*.pt *.pth *.ts);;All files (*)"));
+  if (path.isEmpty()) return;
+  settings.setValue(QStringLiteral("torchscript/folder"), QFileInfo(path).path());
+  bool ok = false;
+  const QString shape = QInputDialog::getText(
+      this, tr("Sample shape"),
+      tr("The shape of one sample, without the batch:\nC,H,W for images (3,32,32), D for vectors (784),\nT for "
+         "token sequences (when the first layer is an nn.Embedding)."),
+      QLineEdit::Normal, settings.value(kScriptShapes + path, QStringLiteral("3,32,32")).toString(), &ok);
+  if (!ok || shape.trimmed().isEmpty()) return;
+  settings.setValue(kScriptShapes + path, shape.trimmed());
+  selectModel(path);
+  if (session_->hasDocument() && session_->model().proto().has_script()) {
+    log_->append(tr("console"), LogModel::Level::Info,
+                 tr("Imported %1: %2 layers.").arg(path).arg(session_->model().layerCount()));
+  }
+}
+
+void MainWindow::listTorchScriptModel(const QString& path, const QString& name) {
+  int index = model_picker_->findData(path);
+  if (index < 0) {
+    model_picker_->addItem(tr("%1 (TorchScript)").arg(name), path);
+    index = model_picker_->count() - 1;
+    model_picker_->setItemData(index, path, Qt::ToolTipRole);
+  }
+  model_picker_->setCurrentIndex(index);
 }
 
 bool MainWindow::openPlan(const QString& path) {

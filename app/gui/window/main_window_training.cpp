@@ -1,6 +1,7 @@
 // MainWindow's side of training: the controller's commands and what its signals show
 // (charts, log, devices, status bar).
 #include <QAction>
+#include <QFileDialog>
 #include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
@@ -387,6 +388,18 @@ void MainWindow::updateActions() {
   replan_->setEnabled(state == TrainingState::Training || state == TrainingState::Stopped ||
                       state == TrainingState::Deployed);
   save_plan_->setEnabled(session_->hasDocument());
+  export_model_->setEnabled(controller_->canExportModel() &&
+                            (state == TrainingState::Deployed || state == TrainingState::Stopped));
+}
+
+void MainWindow::exportTrainedModel() {
+  QSettings settings;
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export trained model"),
+      settings.value(QStringLiteral("torchscript/folder")).toString() + QStringLiteral("/trained.pt"),
+      tr("TorchScript files (*.pt)"));
+  if (path.isEmpty()) return;
+  controller_->exportModel(path.endsWith(QLatin1String(".pt")) ? path : path + QStringLiteral(".pt"));
 }
 
 }  // namespace stagecraft::gui
