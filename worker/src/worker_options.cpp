@@ -52,7 +52,7 @@ std::string workerUsage() {
          "  --tls-key PEM          its private key (mode 0600) and\n"
          "  --tls-ca PEM           the CA's certificate: mutual TLS, callers and peers must show a\n"
          "                         certificate the CA signed (packaging/make-certs makes them)\n"
-         "  --data-dir DIR         the only folder Deploy may name data files in (MNIST, CIFAR-10);\n"
+         "  --data-dir DIR         the only folder Deploy may name data in (MNIST, CIFAR-10, images);\n"
          "                         without it only synthetic data trains\n"
          "  --threads T            LibTorch threads (default: all cores)\n"
          "  --slowdown F           emulate a device F times slower (default 1)\n"
