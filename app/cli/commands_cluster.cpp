@@ -39,7 +39,7 @@ int clusterUp(std::span<const std::string> args) {
               "the stagecraft-worker to run (else $STAGECRAFT_WORKER, next to stagecraft-cli, or PATH)")
       .option("threads", "N", "LibTorch threads per worker", "1")
       .option("timeout", "SECONDS", "how long each worker may take to start", "120")
-      .option("data-dir", "DIR", "the folder the workers may read data files (MNIST, CIFAR-10) from")
+      .option("data-dir", "DIR", "the folder the workers may read data files (MNIST, CIFAR-10, image folders) from")
       .flag("json", "print a stagecraft.v1.ClusterStatusReport as JSON")
       .epilog("The workers outlive this command; stop them with `stagecraft-cli cluster down --cluster C`.");
   const ParsedArguments parsed = parser.parse(args);

@@ -62,17 +62,23 @@ using Clock = std::chrono::steady_clock;
 
 /// Local workers read the run's data files: their paths made absolute (the workers take a
 /// relative one from their data folder), and the folder that holds them all, for the
-/// workers' --data-dir; empty without data files. Throws Error for a file that is not there.
+/// workers' --data-dir; empty without data files. A data folder (imagefolder, CIFAR-10's
+/// folder) is itself the folder the workers get. Throws Error for a file that is not there.
 std::string localDataFolder(control::TrainingOptions& training) {
   namespace fs = std::filesystem;
   std::optional<fs::path> common;
+  const bool folder_data = training.data == "imagefolder" || training.data == "cifar10";
   for (auto [file, flag] : {std::pair{&training.data_path, "--data-path"}, {&training.labels_path, "--labels-path"}}) {
     if (file->empty()) continue;
     std::error_code ec;
-    if (!fs::is_regular_file(*file, ec)) throw Error(std::string(flag) + " '" + *file + "': no such file");
+    const bool is_folder = folder_data && file == &training.data_path && fs::is_directory(*file, ec);
+    if (training.data == "imagefolder" && file == &training.data_path && !is_folder) {
+      throw Error(std::string(flag) + " '" + *file + "': no such folder (imagefolder takes a folder of class folders)");
+    }
+    if (!is_folder && !fs::is_regular_file(*file, ec)) throw Error(std::string(flag) + " '" + *file + "': no such file");
     const fs::path absolute = fs::absolute(*file).lexically_normal();
     *file = absolute.string();
-    fs::path folder = absolute.parent_path();
+    fs::path folder = is_folder ? absolute : absolute.parent_path();
     if (!common) {
       common = folder;
       continue;
@@ -103,8 +109,11 @@ int runRun(std::span<const std::string> args) {
   parser.option("lr", "X", "learning rate (default: one per zoo model and optimizer that trains it 200 steps without diverging; 0.02 for sgd, 0.001 for adam otherwise)", "auto")
       .option("momentum", "X", "SGD momentum", "0.9")
       .option("weight-decay", "X", "weight decay", "0")
-      .option("data", "synthetic|mnist|cifar10", "training data", "synthetic")
-      .option("data-path", "FILE", "MNIST IDX images or a CIFAR-10 binary batch, as the workers see it")
+      .option("data", "synthetic|mnist|cifar10|imagefolder", "training data", "synthetic")
+      .option("data-path", "PATH",
+              "MNIST IDX images; a CIFAR-10 binary batch or the folder of data_batch_1.bin ... data_batch_5.bin; "
+              "for imagefolder a folder with one sub-folder of PNG/JPEG images per class (class ids: the "
+              "sub-folder names sorted; images of the model's input size, not resized); as the workers see it")
       .option("labels-path", "FILE", "MNIST IDX labels, as the workers see it")
       .option("seed", "S", "weight initialisation, sample order and the synthetic task", "1")
       .option("micro-batches", "N,N,...", "micro-batch sizes to profile", "1,4,16")

@@ -27,11 +27,14 @@ void checkTrainingOptions(const TrainingOptions& options) {
   }
   if (options.weight_decay < 0) throw Error("weight decay must not be negative");
   if (options.data == "synthetic") return;
-  if (options.data != "mnist" && options.data != "cifar10") {
-    throw Error("data must be synthetic, mnist or cifar10, got '" + options.data + "'");
+  if (options.data != "mnist" && options.data != "cifar10" && options.data != "imagefolder") {
+    throw Error("data must be synthetic, mnist, cifar10 or imagefolder, got '" + options.data + "'");
   }
   if (options.data_path.empty()) throw Error(options.data + " data needs a data path");
   if (options.data == "mnist" && options.labels_path.empty()) throw Error("mnist data needs a labels path");
+  if (options.data == "imagefolder" && !options.labels_path.empty()) {
+    throw Error("imagefolder data takes its labels from the class folders: give no labels path");
+  }
 }
 
 double defaultLearningRate(std::string_view model, Optimizer optimizer) {

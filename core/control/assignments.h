@@ -23,8 +23,8 @@ struct TrainingOptions {
   double beta1 = 0.9;  ///< Adam
   double beta2 = 0.999;
   double eps = 1e-8;
-  std::string data = "synthetic";  ///< synthetic | mnist | cifar10
-  std::string data_path;           ///< MNIST IDX images or a CIFAR-10 binary batch
+  std::string data = "synthetic";  ///< synthetic | mnist | cifar10 | imagefolder
+  std::string data_path;           ///< MNIST IDX images, a CIFAR-10 batch or folder, an image folder
   std::string labels_path;         ///< MNIST IDX labels
   std::uint64_t seed = 1;          ///< weight initialisation, sample order, the synthetic task
   std::int64_t start_step = 0;

@@ -153,6 +153,10 @@ TEST_F(CliRunTest, BadArgumentsAreOneLineFailures) {
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--worker-binary", "/bin/true"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "mnist"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "imagenet"},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "imagefolder"},  // no folder
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "imagefolder", "--data-path", dir_.string(),
+       "--labels-path", c},
+      {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--data", "imagefolder", "--data-path", c, "--local"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--lr", "-1"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--lr", "fast"},
       {"run", "--cluster", c, "--model", "mlp", "--steps", "3", "--optimizer", "lbfgs"},

@@ -209,6 +209,16 @@ TEST(ControlAssignments, TrainingOptionsAreChecked) {
   EXPECT_THROW(control::checkTrainingOptions(options), Error);  // no labels
   options.labels_path = "labels.idx";
   EXPECT_NO_THROW(control::checkTrainingOptions(options));
+  options.data = "imagefolder";
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);  // the labels are the class folders
+  options.labels_path.clear();
+  options.data_path = "flowers";
+  EXPECT_NO_THROW(control::checkTrainingOptions(options));
+  options.data_path.clear();
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);  // no folder
+  options.data = "cifar10";
+  options.data_path = "cifar-10-batches-bin";
+  EXPECT_NO_THROW(control::checkTrainingOptions(options));
 }
 
 TEST(ControlCoordinator, DescribeAndProfileEveryWorker) {

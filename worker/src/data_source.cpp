@@ -2,14 +2,20 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <list>
 #include <map>
 #include <mutex>
 #include <numbers>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
+#include "data_paths.h"
+#include "image_decode.h"
 #include "io/error.h"
 #include "torch_stage.h"
 
@@ -178,30 +184,15 @@ std::uint32_t bigEndian32(const std::string& bytes, size_t offset) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
-/// Images of one byte per value and one label byte each, read in a seeded order that is
-/// a fresh permutation of the file in every epoch.
-class FileSamples final : public DataSource {
+/// Sample g of a data set of n samples in a seeded order that is a fresh permutation of
+/// the n samples in every epoch (epoch g / n): every sample once per epoch. The order is a
+/// Fisher-Yates shuffle with our own generator, seeded by (seed, epoch). Not thread-safe.
+class EpochOrder {
  public:
-  FileSamples(std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels, std::vector<std::int64_t> shape,
-              std::uint64_t seed)
-      : pixels_(std::move(pixels)), labels_(std::move(labels)), shape_(std::move(shape)),
-        elements_(product(shape_)), seed_(seed) {}
-
-  Samples get(std::int64_t first, int count) override {
-    checkRange(first, count);
-    Samples s{torch::empty(batchShape(count, shape_), torch::kFloat32), torch::empty({count}, torch::kInt64)};
-    float* x = s.inputs.data_ptr<float>();
-    auto* y = s.labels.data_ptr<std::int64_t>();
-    const auto n = static_cast<std::int64_t>(labels_.size());
-    std::lock_guard lock(mutex_);
-    for (int k = 0; k < count; ++k) {
-      const std::int64_t g = first + k;
-      const std::int64_t index = order(g / n)[static_cast<size_t>(g % n)];
-      const std::uint8_t* image = pixels_.data() + index * elements_;
-      for (std::int64_t i = 0; i < elements_; ++i) x[k * elements_ + i] = image[i] * (1.0f / 255.0f);
-      y[k] = labels_[static_cast<size_t>(index)];
-    }
-    return s;
+  EpochOrder(std::size_t n, std::uint64_t seed) : n_(n), seed_(seed) {}
+  std::size_t operator()(std::int64_t g) {
+    const auto n = static_cast<std::int64_t>(n_);
+    return order(g / n)[static_cast<size_t>(g % n)];
   }
 
  private:
@@ -209,19 +200,128 @@ class FileSamples final : public DataSource {
     auto it = orders_.find(epoch);
     if (it != orders_.end()) return it->second;
     if (orders_.size() >= 4) orders_.erase(orders_.begin());
-    std::vector<std::uint32_t> perm(labels_.size());
+    std::vector<std::uint32_t> perm(n_);
     std::iota(perm.begin(), perm.end(), 0u);
     Rng rng(hash3(seed_, kOrder, static_cast<std::uint64_t>(epoch)));
     for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
     return orders_.emplace(epoch, std::move(perm)).first->second;
   }
 
+  std::size_t n_;
+  std::uint64_t seed_;
+  std::map<std::int64_t, std::vector<std::uint32_t>> orders_;
+};
+
+/// Images of one byte per value and one label byte each (MNIST, CIFAR-10), held in memory,
+/// in EpochOrder.
+class FileSamples final : public DataSource {
+ public:
+  FileSamples(std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels, std::vector<std::int64_t> shape,
+              std::uint64_t seed)
+      : pixels_(std::move(pixels)), labels_(std::move(labels)), shape_(std::move(shape)),
+        elements_(product(shape_)), order_(labels_.size(), seed) {}
+
+  Samples get(std::int64_t first, int count) override {
+    checkRange(first, count);
+    Samples s{torch::empty(batchShape(count, shape_), torch::kFloat32), torch::empty({count}, torch::kInt64)};
+    float* x = s.inputs.data_ptr<float>();
+    auto* y = s.labels.data_ptr<std::int64_t>();
+    std::lock_guard lock(mutex_);
+    for (int k = 0; k < count; ++k) {
+      const auto index = static_cast<std::int64_t>(order_(first + k));
+      const std::uint8_t* image = pixels_.data() + index * elements_;
+      for (std::int64_t i = 0; i < elements_; ++i) x[k * elements_ + i] = image[i] * (1.0f / 255.0f);
+      y[k] = labels_[static_cast<size_t>(index)];
+    }
+    return s;
+  }
+
+  torch::Tensor labels(std::int64_t first, int count) override {
+    checkRange(first, count);
+    torch::Tensor labels = torch::empty({count}, torch::kInt64);
+    auto* y = labels.data_ptr<std::int64_t>();
+    std::lock_guard lock(mutex_);
+    for (int k = 0; k < count; ++k) y[k] = labels_[order_(first + k)];
+    return labels;
+  }
+
+ private:
   std::vector<std::uint8_t> pixels_, labels_;
   std::vector<std::int64_t> shape_;
   std::int64_t elements_;
-  std::uint64_t seed_;
   std::mutex mutex_;
-  std::map<std::int64_t, std::vector<std::uint32_t>> orders_;
+  EpochOrder order_;
+};
+
+/// A folder of PNG and JPEG images, one sub-folder per class, decoded as asked for (a
+/// worker decodes only the samples it reads) and kept in a cache of bounded size.
+class ImageFolder final : public DataSource {
+ public:
+  ImageFolder(ImageFolderListing listing, std::vector<std::int64_t> shape, std::uint64_t seed)
+      : listing_(std::move(listing)), shape_(std::move(shape)), elements_(product(shape_)),
+        order_(listing_.files.size(), seed) {
+    // One image decoded now, so that images of the wrong size or channels (most often all
+    // of them) are refused at Deploy, not at the first step; the rest as they are read.
+    image(0);
+  }
+
+  Samples get(std::int64_t first, int count) override {
+    checkRange(first, count);
+    Samples s{torch::empty(batchShape(count, shape_), torch::kFloat32), torch::empty({count}, torch::kInt64)};
+    float* x = s.inputs.data_ptr<float>();
+    auto* y = s.labels.data_ptr<std::int64_t>();
+    std::lock_guard lock(mutex_);
+    for (int k = 0; k < count; ++k) {
+      const std::size_t index = order_(first + k);
+      const std::vector<std::uint8_t>& planes = image(index);
+      for (std::int64_t i = 0; i < elements_; ++i) x[k * elements_ + i] = planes[static_cast<size_t>(i)] * (1.0f / 255.0f);
+      y[k] = listing_.labels[index];
+    }
+    return s;
+  }
+
+  torch::Tensor labels(std::int64_t first, int count) override {
+    checkRange(first, count);
+    torch::Tensor labels = torch::empty({count}, torch::kInt64);
+    auto* y = labels.data_ptr<std::int64_t>();
+    std::lock_guard lock(mutex_);
+    for (int k = 0; k < count; ++k) y[k] = listing_.labels[order_(first + k)];
+    return labels;
+  }
+
+ private:
+  /// Decoded images kept, least recently used dropped first: at most this many bytes (or
+  /// one image, were one larger).
+  static constexpr std::size_t kCacheBytes = 256u << 20;
+
+  const std::vector<std::uint8_t>& image(std::size_t index) {
+    auto it = cache_.find(index);
+    if (it != cache_.end()) {
+      recent_.splice(recent_.begin(), recent_, it->second.second);
+      return it->second.first;
+    }
+    const std::string& path = listing_.files[index];
+    const DecodedImage decoded = decodeImage(path, static_cast<int>(shape_[2]), static_cast<int>(shape_[1]));
+    std::vector<std::uint8_t> planes = toPlanes(decoded, static_cast<int>(shape_[0]), path);
+    while (!recent_.empty() && cached_bytes_ + planes.size() > kCacheBytes) {
+      auto old = cache_.find(recent_.back());
+      cached_bytes_ -= old->second.first.size();
+      cache_.erase(old);
+      recent_.pop_back();
+    }
+    cached_bytes_ += planes.size();
+    recent_.push_front(index);
+    return cache_.emplace(index, std::make_pair(std::move(planes), recent_.begin())).first->second.first;
+  }
+
+  ImageFolderListing listing_;
+  std::vector<std::int64_t> shape_;
+  std::int64_t elements_;
+  std::mutex mutex_;
+  EpochOrder order_;
+  std::list<std::size_t> recent_;  ///< cached images, most recently used first
+  std::unordered_map<std::size_t, std::pair<std::vector<std::uint8_t>, std::list<std::size_t>::iterator>> cache_;
+  std::size_t cached_bytes_ = 0;
 };
 
 /// The model's input shape when it holds `elements` values, else an Error naming `file`.
@@ -283,20 +383,63 @@ std::unique_ptr<DataSource> mnist(const v1::DataConfig& config, const v1::Model&
 std::unique_ptr<DataSource> cifar10(const v1::DataConfig& config, const v1::Model& model) {
   constexpr size_t kPixels = 3 * 32 * 32, kRecord = 1 + kPixels;
   const std::string& path = config.path();
-  const std::string bytes = readFile(path, "CIFAR-10 batch");
-  if (bytes.empty() || bytes.size() % kRecord != 0) {
-    throw Error("CIFAR-10 batch '" + path + "': " + std::to_string(bytes.size()) +
-                " bytes is not a whole number of 3073-byte records");
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!path.empty() && std::filesystem::is_directory(path, ec)) {
+    // test_batch.bin is no training data.
+    for (int b = 1; b <= kCifarTrainingBatches; ++b) {
+      files.push_back((std::filesystem::path(path) / ("data_batch_" + std::to_string(b) + ".bin")).string());
+    }
+  } else {
+    files.push_back(path);
   }
-  const size_t n = bytes.size() / kRecord;
   auto shape = imageShape(model, kPixels, path, "3x32x32");
-  std::vector<std::uint8_t> pixels(n * kPixels), labels(n);
-  for (size_t i = 0; i < n; ++i) {
-    labels[i] = static_cast<std::uint8_t>(bytes[i * kRecord]);
-    std::memcpy(pixels.data() + i * kPixels, bytes.data() + i * kRecord + 1, kPixels);
+  std::vector<std::uint8_t> pixels, labels;
+  for (const std::string& file : files) {
+    const std::string bytes = readFile(file, "CIFAR-10 batch");
+    if (bytes.empty() || bytes.size() % kRecord != 0) {
+      throw Error("CIFAR-10 batch '" + file + "': " + std::to_string(bytes.size()) +
+                  " bytes is not a whole number of 3073-byte records");
+    }
+    const size_t n = bytes.size() / kRecord, before = labels.size();
+    pixels.resize((before + n) * kPixels);
+    labels.resize(before + n);
+    for (size_t i = 0; i < n; ++i) {
+      labels[before + i] = static_cast<std::uint8_t>(bytes[i * kRecord]);
+      std::memcpy(pixels.data() + (before + i) * kPixels, bytes.data() + i * kRecord + 1, kPixels);
+    }
+    std::vector<std::uint8_t> these(labels.begin() + static_cast<std::ptrdiff_t>(before), labels.end());
+    checkLabels(these, model, file);
   }
-  checkLabels(labels, model, path);
   return std::make_unique<FileSamples>(std::move(pixels), std::move(labels), std::move(shape), config.seed());
+}
+
+std::unique_ptr<DataSource> imageFolder(const v1::DataConfig& config, const v1::Model& model) {
+  const std::string& dir = config.path();
+  if (dir.empty()) throw Error("imagefolder data: no folder given (its data path)");
+  if (!config.labels_path().empty()) {
+    throw Error("imagefolder '" + dir + "': the labels are the class folders; give no labels path");
+  }
+  if (model.input_dtype() == "int64") {
+    throw Error("imagefolder '" + dir + "': images need a float32 model input, " + modelLabel(model) +
+                " takes token ids");
+  }
+  const auto shape = inputShape(model);
+  if (shape.size() != 3 || (shape[0] != 1 && shape[0] != 3)) {
+    std::string text;
+    for (auto d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
+    throw Error("imagefolder '" + dir + "': images need a model input of 1 or 3 channels, CxHxW; " +
+                modelLabel(model) + " takes " + text);
+  }
+  ImageFolderListing listing = listImageFolder(dir);
+  if (static_cast<std::int64_t>(listing.classes.size()) > model.num_classes()) {
+    throw Error("imagefolder '" + dir + "' has " + std::to_string(listing.classes.size()) + " class folders, " +
+                modelLabel(model) + " has num_classes " + std::to_string(model.num_classes()));
+  }
+  if (listing.files.size() > std::numeric_limits<std::uint32_t>::max()) {
+    throw Error("imagefolder '" + dir + "': more than 2^32 images");
+  }
+  return std::make_unique<ImageFolder>(std::move(listing), shape, config.seed());
 }
 
 }  // namespace
@@ -315,7 +458,8 @@ std::unique_ptr<DataSource> DataSource::create(const v1::DataConfig& config, con
   }
   if (kind == "mnist") return mnist(config, model);
   if (kind == "cifar10") return cifar10(config, model);
-  throw Error("data kind '" + kind + "' is unknown (synthetic, mnist or cifar10)");
+  if (kind == "imagefolder") return imageFolder(config, model);
+  throw Error("data kind '" + kind + "' is unknown (synthetic, mnist, cifar10 or imagefolder)");
 }
 
 }  // namespace stagecraft::worker

@@ -207,7 +207,7 @@ struct StageRuntime::Impl {
         const auto start = Clock::now();
         torch::Tensor out = module->forward(x);
         if (layout.last()) {
-          const torch::Tensor labels = data->get(layout.firstSample(s, m), layout.samples).labels;
+          const torch::Tensor labels = data->labels(layout.firstSample(s, m), layout.samples);
           const torch::Tensor sum = lossSum(out, labels, model);
           loss_sum += sum.item<double>();
           out = sum / static_cast<double>(layout.batch_size);

@@ -53,10 +53,18 @@ class DataSource {
   virtual ~DataSource() = default;
   /// Samples [first, first + count) of the endless, deterministic stream.
   virtual Samples get(std::int64_t first, int count) = 0;
+  /// Only the labels of those samples (what the last stage reads): no image is decoded.
+  virtual torch::Tensor labels(std::int64_t first, int count) { return get(first, count).labels; }
 
-  /// synthetic (a learnable task generated from the seed), mnist (IDX images + labels) or
-  /// cifar10 (binary batch file). Images are reshaped to the model's input shape when the
-  /// element counts match. Throws stagecraft::Error naming the file or the mismatch.
+  /// synthetic (a learnable task generated from the seed), mnist (IDX images + labels),
+  /// cifar10 (a binary batch file, or the folder of data_batch_1.bin ... data_batch_5.bin)
+  /// or imagefolder (a folder of one sub-folder of PNG/JPEG images per class; class ids are
+  /// the sub-folders' names sorted bytewise; decoded as read, with a bounded cache). The
+  /// file-backed kinds visit every sample once per epoch of N samples, in an order that is a
+  /// permutation of the N drawn from (seed, epoch). Pixels become float32 in [0, 1]; MNIST
+  /// and CIFAR-10 are reshaped to the model's input shape when the element counts match; an
+  /// image folder's images must be the model's CxHxW (C 1 or 3: grey is replicated into RGB,
+  /// alpha dropped; no resizing). Throws stagecraft::Error naming the file or the mismatch.
   static std::unique_ptr<DataSource> create(const v1::DataConfig& config, const v1::Model& model);
 };
 

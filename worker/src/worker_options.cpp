@@ -53,7 +53,7 @@ std::string workerUsage() {
          "  --tls-key PEM          its private key (mode 0600) and\n"
          "  --tls-ca PEM           the CA's certificate: mutual TLS, callers and peers must show a\n"
          "                         certificate the CA signed (packaging/make-certs makes them)\n"
-         "  --data-dir DIR         the only folder Deploy may name data files in (MNIST, CIFAR-10);\n"
+         "  --data-dir DIR         the only folder Deploy may name data in (MNIST, CIFAR-10, images);\n"
          "                         without it only synthetic data trains\n"
          "  --cache-dir DIR        where TorchScript models sent by coordinators are kept, by hash\n"
          "                         (default $XDG_CACHE_HOME/stagecraft/models or\n"
