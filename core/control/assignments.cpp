@@ -21,6 +21,9 @@ v1::Member member(const Cluster& cluster, const DeviceShare& share) {
 }  // namespace
 
 void checkTrainingOptions(const TrainingOptions& options) {
+  if (!(options.holdout >= 0 && options.holdout <= 0.5)) {
+    throw Error("--holdout must be within 0 and 0.5, got " + std::to_string(options.holdout));
+  }
   if (!(std::isfinite(options.lr) && options.lr > 0)) throw Error("learning rate must be positive");
   if (!(std::isfinite(options.momentum) && options.momentum >= 0 && options.momentum < 1)) {
     throw Error("momentum must be in [0, 1)");
@@ -45,7 +48,7 @@ double defaultLearningRate(std::string_view model, Optimizer optimizer) {
   };
   // Checked by tests/worker/torch_defaults_test.cpp: 200 steps each, no divergence.
   static constexpr Default kDefaults[] = {
-      {"mlp", 0.02, 0.0002},     {"vgg11", 0.01, 0.0005},   {"resnet18", 0.02, 0.001},
+      {"mlp", 0.01, 0.0002},     {"vgg11", 0.01, 0.0005},   {"resnet18", 0.02, 0.001},
       {"mobilenetv2", 0.02, 0.001}, {"gpt-mini", 0.02, 0.0005},
   };
   const bool adam = optimizer == Optimizer::Adam;
@@ -73,6 +76,7 @@ v1::DataConfig dataConfig(const TrainingOptions& options) {
   c.set_path(options.data_path);
   c.set_labels_path(options.labels_path);
   c.set_seed(options.seed);
+  c.set_holdout(options.holdout);
   return c;
 }
 
@@ -88,6 +92,7 @@ TrainingOptions trainingOptionsFrom(const v1::OptimizerConfig& optimizer, const 
   o.data_path = data.path();
   o.labels_path = data.labels_path();
   o.seed = data.seed();
+  o.holdout = data.holdout();
   return o;
 }
 
