@@ -144,6 +144,15 @@ int runRun(std::span<const std::string> args) {
               "neighbour device (beside training, not in its way): what a lost device's run replays from "
               "(0: none; the run then replays from the last checkpoint or its start)",
               "1")
+      .option("eval-every", "N",
+              "every N steps and at the end, measure accuracy on held-out samples (a forward pass through the "
+              "pipeline between steps; 0: never)",
+              "0")
+      .option("eval-samples", "N", "held-out samples each evaluation scores (default: one global batch)")
+      .option("holdout", "F",
+              "the share of a file data set (mnist, cifar10, imagefolder) kept out of training for --eval-every "
+              "(synthetic data evaluates on samples never trained on)",
+              "0.1")
       .flag("no-recover", "end the run when a device is lost instead of re-planning over the survivors")
       .flag("elastic",
             "every 5 s, ask the cluster's devices the plan does not use; when some answer (a worker started "
@@ -214,6 +223,9 @@ int runRun(std::span<const std::string> args) {
   training.data_path = parsed.value("data-path");
   training.labels_path = parsed.value("labels-path");
   training.seed = parseSeed(parsed.value("seed"));
+  const std::int64_t eval_every = parsed.nonNegativeInt("eval-every");
+  // Files are split only when evaluated: without --eval-every every sample trains.
+  if (eval_every > 0 && training.data != "synthetic") training.holdout = parseNumber("holdout", parsed.value("holdout"));
   control::CoordinatorOptions coordinator_options;
   coordinator_options.silence_limit = secondsFlag("step-timeout", parsed.value("step-timeout"));
   const bool json = parsed.flag("json");
@@ -278,6 +290,8 @@ int runRun(std::span<const std::string> args) {
   settings.elastic = parsed.flag("elastic");
   settings.auto_replan = parsed.flag("auto-replan");
   settings.backup_every = parsed.nonNegativeInt("backup-every");
+  settings.eval_every = eval_every;
+  if (parsed.has("eval-samples")) settings.eval_samples = parsed.positiveInt("eval-samples");
   if (!from_file) settings.planner = parsed.value("planner");
   if (parsed.has("checkpoint-dir") || resuming) {
     settings.checkpoint_dir = parsed.has("checkpoint-dir") ? parsed.value("checkpoint-dir") : parsed.value("resume");
@@ -449,6 +463,12 @@ int runRun(std::span<const std::string> args) {
     };
     // Unattended, a re-plan that measures below both its promise and the plan before it is
     // undone (the way back is judged against what that plan measured).
+    events.on_eval = [&](const control::EvalResult& e) {
+      progress.finish();
+      std::cerr << "eval after step " << e.step << ": accuracy " << percent(e.accuracy) << " on " << e.samples
+                << " held-out " << (model.proto().task() == "language_model" ? "tokens" : "samples") << ", loss "
+                << fixed(e.loss, 4) << " (" << fixed(e.ms / 1000.0, 2) << " s)\n";
+    };
     events.on_promise = [&](const control::PlanPromise& p) {
       if (!p.missed) return;
       const bool back = p.before_sps > 0 && p.measured_sps < p.before_sps;
@@ -537,6 +557,14 @@ int runRun(std::span<const std::string> args) {
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (result.diverged) printDivergence(*result.diverged, training.lr, settings.checkpoint_dir, steps, std::cerr);
   const int status = result.diverged ? kExitFailed : kExitOk;
+  for (const control::EvalResult& e : result.evals) {
+    v1::RunEval* out = report.add_evals();
+    out->set_step(e.step);
+    out->set_accuracy(e.accuracy);
+    out->set_loss(e.loss);
+    out->set_samples(e.samples);
+    out->set_ms(e.ms);
+  }
   if (parsed.has("export") && !result.diverged) {
     control::exportTorchScript(settings.checkpoint_dir, parsed.value("export"),
                                control::findWorkerBinary(parsed.value("worker-binary"), executablePath()));
@@ -589,6 +617,12 @@ int runRun(std::span<const std::string> args) {
   if (result.checkpoint_step >= 0 && !export_folder) {
     std::cout << "  checkpoint of step " << result.checkpoint_step << " in " << settings.checkpoint_dir
               << " (stagecraft-cli run --resume " << settings.checkpoint_dir << " --steps N)\n";
+  }
+  if (!result.evals.empty()) {
+    const control::EvalResult& e = result.evals.back();
+    std::cout << "  held-out accuracy " << percent(e.accuracy) << " after step " << e.step << " (" << e.samples
+              << (model.proto().task() == "language_model" ? " tokens" : " samples") << ", loss " << fixed(e.loss, 4)
+              << "; " << result.evals.size() << (result.evals.size() == 1 ? " evaluation" : " evaluations") << ")\n";
   }
   if (!report.exported().empty()) {
     std::cout << "  exported the trained model to " << report.exported() << " (torch.jit.load it in PyTorch)\n";

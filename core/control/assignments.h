@@ -27,6 +27,8 @@ struct TrainingOptions {
   std::string data_path;           ///< MNIST IDX images, a CIFAR-10 batch or folder, an image folder
   std::string labels_path;         ///< MNIST IDX labels
   std::uint64_t seed = 1;          ///< weight initialisation, sample order, the synthetic task
+  /// The share of a file data set kept out of training for evaluation (0 to 0.5).
+  double holdout = 0;
   std::int64_t start_step = 0;
   /// Steps between the backups each stage's rank-0 member keeps and sends to the next
   /// stage's first member (the last stage's to the first; in a one-stage plan, to its

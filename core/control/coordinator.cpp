@@ -503,6 +503,41 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
   return result;
 }
 
+Coordinator::Evaluation Coordinator::evaluate(int micro_batches) {
+  if (member_device_.empty()) throw std::logic_error("nothing is deployed: nothing to evaluate");
+  v1::EvaluateRequest request;
+  request.set_job(job_);
+  request.set_micro_batches(micro_batches);
+  const int n = memberCount();
+  std::vector<v1::EvaluateReply> replies(n);
+  std::vector<std::optional<WorkerError>> errors(n);
+  parallelFor(n, [&](int m) {
+    try {
+      // As long as a member may be silent in training, plus the call itself.
+      replies[m] = memberClient(m).evaluate(request, options_.silence_limit + options_.call_timeout);
+    } catch (const WorkerError& e) {
+      errors[m] = e;
+      stopQuietly(e.worker());  // the others wait on it otherwise
+    }
+  });
+  // The first failure that is not the others' being stopped for it.
+  const WorkerError* first = nullptr;
+  for (const auto& e : errors) {
+    if (e && (!first || (first->grpcCode() == grpc::StatusCode::ABORTED && e->grpcCode() != grpc::StatusCode::ABORTED))) {
+      first = &*e;
+    }
+  }
+  if (first) throw *first;
+  Evaluation out;
+  out.step = replies.front().step();
+  for (const auto& r : replies) {
+    out.samples += r.samples();
+    out.correct += r.correct();
+    out.loss_sum += r.loss_sum();
+  }
+  return out;
+}
+
 void Coordinator::stop() {
   v1::StopRequest request;
   request.set_job(job_);

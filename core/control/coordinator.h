@@ -163,6 +163,21 @@ class Coordinator {
   /// failure after trying all.
   void stop();
 
+  /// What an evaluation pass measured (the last stage's members summed).
+  struct Evaluation {
+    std::int64_t step = 0;     ///< the weights after this many steps
+    std::int64_t samples = 0;  ///< scored (tokens for a language model)
+    std::int64_t correct = 0;
+    double loss_sum = 0;
+    double accuracy() const { return samples > 0 ? static_cast<double>(correct) / samples : 0; }
+    double loss() const { return samples > 0 ? loss_sum / samples : 0; }
+  };
+  /// A forward-only pass over `micro_batches` micro-batches (of the deployed plan's size)
+  /// of held-out samples on every member at once, between training runs. When a member
+  /// fails, the others are stopped (released from waiting on it) and its WorkerError is
+  /// thrown; the job stays deployed.
+  Evaluation evaluate(int micro_batches);
+
  private:
   struct StreamItem {
     enum class Kind { Invalid = 0, Event, Closed };

@@ -164,6 +164,8 @@ std::int64_t TrainingRun::segmentSteps(std::int64_t target) const {
   if (!settings_.checkpoint_dir.empty() && settings_.checkpoint_every > 0) {
     n = std::min(n, std::max<std::int64_t>(1, checkpoint_step_ + settings_.checkpoint_every - step_));
   }
+  // Segments end where an evaluation is due.
+  if (settings_.eval_every > 0) n = std::min(n, settings_.eval_every - step_ % settings_.eval_every);
   return std::max<std::int64_t>(n, 1);
 }
 
@@ -196,6 +198,29 @@ void TrainingRun::writeCheckpointNow(RunResult& result) {
   checkpoint_step_ = backup_step_;
   result.checkpoint_step = backup_step_;
   result.backup_ms += msSince(began);
+}
+
+void TrainingRun::evaluateNow(RunResult& result, const RunEvents& events) {
+  if (step_ <= eval_step_ || !deployed_) return;
+  const Plan& plan = deployed_->plan;
+  const int size = std::max(1, plan.microBatchSize());
+  const int micro_batches =
+      settings_.eval_samples > 0 ? (settings_.eval_samples + size - 1) / size : std::max(1, plan.microbatches);
+  const auto began = Clock::now();
+  try {
+    const Coordinator::Evaluation e = deployed_->coordinator->evaluate(micro_batches);
+    EvalResult out{e.step, e.accuracy(), e.loss(), e.samples, msSince(began)};
+    eval_step_ = e.step;
+    result.evals.push_back(out);
+    if (events.on_eval) events.on_eval(out);
+  } catch (const WorkerError& e) {
+    // Not the run's end: a lost device is the next segment's to find and recover from.
+    eval_step_ = step_;
+    if (events.on_log) events.on_log("coordinator", "evaluation after step " + std::to_string(step_) + " skipped: " + e.what());
+  } catch (const Error& e) {
+    eval_step_ = step_;
+    if (events.on_log) events.on_log("coordinator", "evaluation after step " + std::to_string(step_) + " skipped: " + e.what());
+  }
 }
 
 void TrainingRun::saveCheckpoint(const std::string& dir) {
@@ -538,6 +563,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       result.training_ms += ms;
       step_ms_ = ms / static_cast<double>(n);
       applySilenceLimits();
+      if (settings_.eval_every > 0 && (step_ % settings_.eval_every == 0 || step_ >= target)) evaluateNow(result, events);
       if (step_ >= target && !settings_.checkpoint_dir.empty() && step_ > checkpoint_step_) {
         // The run's end is checkpointed too, so `run --resume` can take it further.
         takeBackup(result);

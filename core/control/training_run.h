@@ -87,6 +87,11 @@ struct RunSettings {
   /// deployment does not use; when some answer and a plan with them is predicted at least
   /// `replan_gain` times faster, re-plan onto them (a Joined recovery).
   bool elastic = false;
+  /// Every this many steps (and at the end of train()), a forward pass over held-out samples
+  /// measures accuracy: at least `eval_samples` of them, in micro-batches of the plan's
+  /// size (0: one global batch). 0: never. A pass that fails is logged and skipped.
+  std::int64_t eval_every = 0;
+  int eval_samples = 0;
   std::chrono::milliseconds join_check{5000};
   /// Stragglers: a device whose compute is slower than the deployed plan expected, relative
   /// to the other devices, by more than straggler.slower_by for straggler.steps steps is
@@ -117,6 +122,15 @@ struct StragglerNotice {
   bool applying = false;   ///< auto_replan: the run re-plans at the next step boundary
 };
 
+/// An evaluation pass on held-out samples (RunSettings::eval_every).
+struct EvalResult {
+  std::int64_t step = 0;  ///< after this many steps
+  double accuracy = 0;    ///< share of the samples (tokens) whose top class is the label
+  double loss = 0;        ///< mean over them
+  std::int64_t samples = 0;
+  double ms = 0;
+};
+
 /// Callbacks, all on the thread that calls TrainingRun::train().
 struct RunEvents {
   std::function<void(const StepResult&)> on_step;  ///< a replayed step comes again
@@ -134,6 +148,8 @@ struct RunEvents {
   /// The verdict on a re-plan, once per re-plan (see RunSettings::promise). When `missed`,
   /// requestReplan({previous, previous_cluster}) goes back to the plan before it.
   std::function<void(const PlanPromise&)> on_promise;
+  /// An evaluation pass completed.
+  std::function<void(const EvalResult&)> on_eval;
 };
 
 /// What train() ends with.
@@ -153,6 +169,7 @@ struct RunResult {
   /// `steps` ends there).
   std::optional<Divergence> diverged;
   std::vector<PlanPromise> promises;  ///< the verdicts on the re-plans of this train()
+  std::vector<EvalResult> evals;      ///< in step order
 };
 
 /// A re-plan asked for by the user: this plan over this cluster (every device with a worker
@@ -249,6 +266,8 @@ class TrainingRun {
   void install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);  // plan by value: it may be the deployed one
   void takeBackup(RunResult& result);
   bool checkpointDue() const;
+  /// The evaluation pass at the step reached (once per step), into result.evals.
+  void evaluateNow(RunResult& result, const RunEvents& events);
   /// The newest state every stage still has on a live device (named in `live`), when newer
   /// than backup_: it becomes backup_. Returns where it came from.
   std::string gatherBackup(std::span<const std::string> live);
@@ -291,6 +310,7 @@ class TrainingRun {
   std::int64_t backup_step_ = 0;
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
+  std::int64_t eval_step_ = -1;       // the step last evaluated
 
   /// The guard tripped: back to the newest backup before the diverged step, installed.
   void goBackFrom(Divergence& divergence, RunResult& result);

@@ -111,6 +111,12 @@ v1::DeployReply WorkerClient::deploy(const v1::StageAssignment& assignment, std:
       deadline);
 }
 
+v1::EvaluateReply WorkerClient::evaluate(const v1::EvaluateRequest& request, std::chrono::milliseconds deadline) {
+  return call<v1::EvaluateRequest, v1::EvaluateReply>(
+      endpoint_, "Evaluate", [&](auto* c, const auto& r, auto* o) { return stub_->Evaluate(c, r, o); }, request,
+      deadline);
+}
+
 void WorkerClient::start(const v1::StartRequest& request, std::chrono::milliseconds deadline) {
   call<v1::StartRequest, v1::StartReply>(
       endpoint_, "Start", [&](auto* c, const auto& r, auto* o) { return stub_->Start(c, r, o); }, request, deadline);

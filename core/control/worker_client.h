@@ -45,6 +45,7 @@ class WorkerClient {
   v1::StageWeights getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline);
   v1::BackupList listBackups(const std::string& job, std::chrono::milliseconds deadline);
   v1::StageWeights getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline);
+  v1::EvaluateReply evaluate(const v1::EvaluateRequest& request, std::chrono::milliseconds deadline);
   /// Streams the TorchScript file `script` names (its path here) to the worker in 1 MiB
   /// chunks unless the worker already holds it by hash. Throws Error when the file is gone
   /// or changed since it was imported, WorkerError when the worker refuses it.

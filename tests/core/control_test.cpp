@@ -219,6 +219,11 @@ TEST(ControlAssignments, TrainingOptionsAreChecked) {
   options.data = "cifar10";
   options.data_path = "cifar-10-batches-bin";
   EXPECT_NO_THROW(control::checkTrainingOptions(options));
+  options.holdout = 0.6;  // more held out than trained on
+  EXPECT_THROW(control::checkTrainingOptions(options), Error);
+  options.holdout = 0.1;
+  EXPECT_NO_THROW(control::checkTrainingOptions(options));
+  EXPECT_EQ(control::dataConfig(options).holdout(), 0.1);  // what the workers split by
 }
 
 TEST(ControlCoordinator, DescribeAndProfileEveryWorker) {

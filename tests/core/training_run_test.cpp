@@ -411,3 +411,32 @@ TEST(TrainingRun, TheDivergenceGuardStopsGoesBackAndALowerRateGoesOn) {
 
 }  // namespace
 }  // namespace stagecraft::control
+
+namespace stagecraft::control {
+namespace {
+
+TEST(TrainingRun, EvaluationsLandEveryNStepsAndAtTheEndBetweenSegments) {
+  Fakes fakes(3);
+  RunSettings settings = quickSettings();
+  settings.segment = std::chrono::seconds(5);  // segments as long as they may be: the evaluations must cut them
+  settings.eval_every = 4;
+  settings.eval_samples = 12;  // three micro-batches of 4
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), settings);
+  // The last stage is a group of two (3 + 1 samples of each micro-batch): both score.
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 3}, {2, 1}}}}));
+  std::vector<std::int64_t> seen;
+  RunEvents events;
+  events.on_eval = [&](const EvalResult& e) { seen.push_back(e.step); };
+  const RunResult result = run.train(10, events);
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{4, 8, 10}));
+  ASSERT_EQ(result.evals.size(), 3u);
+  // The fakes score min(samples, step) right of each member's share: 3 x 3 and 1 x 3.
+  EXPECT_EQ(result.evals[0].samples, 12);
+  EXPECT_DOUBLE_EQ(result.evals[0].accuracy, (4.0 + 3.0) / 12);  // min(9, 4) + min(3, 4)
+  EXPECT_DOUBLE_EQ(result.evals[2].accuracy, (9.0 + 3.0) / 12);
+  EXPECT_DOUBLE_EQ(result.evals[2].loss, 1.0 / 11);
+  EXPECT_EQ(result.steps.size(), 10u);  // evaluations take no step
+}
+}  // namespace
+}  // namespace stagecraft::control

@@ -1,5 +1,7 @@
 #include "fake_worker.h"
 
+#include <algorithm>
+
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
@@ -264,6 +266,25 @@ grpc::Status FakeWorker::GetWeights(grpc::ServerContext* context, const v1::GetW
   if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
   ++weight_requests_;
   *reply = weightsAt(step_, request->optimizer_state());
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Evaluate(grpc::ServerContext* context, const v1::EvaluateRequest* request,
+                                  v1::EvaluateReply* reply) {
+  if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
+  std::lock_guard lock(mutex_);
+  if (!assignment_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not deployed");
+  if (training_ && !stopping_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "training");
+  ++evaluations_;
+  const std::int64_t step = step_;
+  reply->set_step(step);
+  if (assignment_->stage() + 1 == assignment_->stages()) {
+    const std::int64_t samples =
+        static_cast<std::int64_t>(assignment_->group(assignment_->rank()).samples()) * request->micro_batches();
+    reply->set_samples(samples);
+    reply->set_correct(std::min(samples, step));
+    reply->set_loss_sum(static_cast<double>(samples) / (1.0 + static_cast<double>(step)));
+  }
   return grpc::Status::OK;
 }
 

@@ -70,6 +70,10 @@ class FakeWorker final : public v1::Worker::Service {
   grpc::Status StoreBackup(grpc::ServerContext*, const v1::StageWeights*, v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest*, v1::BackupList*) override;
   grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef*, v1::StageWeights*) override;
+  /// The last stage's members score their share of every micro-batch asked for: right
+  /// for the first `step` samples of each pass (capped at all), so accuracy grows with
+  /// training; the loss is 1 / (1 + step).
+  grpc::Status Evaluate(grpc::ServerContext*, const v1::EvaluateRequest*, v1::EvaluateReply*) override;
 
   void setAddress(std::string address) { address_ = std::move(address); }
   /// OK, or UNAUTHENTICATED without script.token.
@@ -111,6 +115,7 @@ class FakeWorker final : public v1::Worker::Service {
   int stops_ = 0;
   int profiles_ = 0;
   int weight_requests_ = 0;
+  int evaluations_ = 0;
   std::deque<std::int64_t> own_backups_;      // steps, oldest first
   std::deque<v1::StageWeights> held_backups_;  // a neighbour's, oldest first
   int backups_held_ = 0;

@@ -179,7 +179,7 @@ void expectSameAsOneProcess(const std::string& file, const std::string& input_sh
   const test_support::CapturedRun r = test_support::runCaptured(
       STAGECRAFT_CLI,
       {"run", "--cluster", cluster, "--plan", plan_file, "--steps", std::to_string(kSteps), "--lr", "0.05", "--seed",
-       "11", "--no-profile", "--calibrate-after", "0", "--export", exported, "--json"},
+       "11", "--no-profile", "--calibrate-after", "0", "--export", exported, "--eval-every", "3", "--json"},
       dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::RunReport report;
@@ -210,6 +210,26 @@ void expectSameAsOneProcess(const std::string& file, const std::string& input_sh
     ++compared;
   }
   EXPECT_EQ(compared, static_cast<int>(want.size()));
+
+  // Held-out accuracy after steps 3 and 5 (the end): the pipeline's pass scores what the
+  // trained module scores in one process on the same samples (one global batch of them).
+  ASSERT_EQ(report.evals_size(), 2) << r.err;
+  EXPECT_EQ(report.evals(0).step(), 3);
+  const v1::RunEval& last = report.evals(1);
+  EXPECT_EQ(last.step(), kSteps);
+  EXPECT_EQ(last.samples(), kBatch);
+  v1::DataConfig data;
+  data.set_kind("synthetic");
+  data.set_seed(11);
+  const Samples held_out = DataSource::create(data, model, DataSource::Split::Eval)->get(0, kBatch);
+  torch::jit::Module evaluated = reference.module.clone();
+  evaluated.eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor out = evaluated.forward({held_out.inputs}).toTensor();
+  const double loss = lossSum(out, held_out.labels, model).item<double>() / kBatch;
+  const double accuracy = out.argmax(-1).eq(held_out.labels).sum().item<double>() / kBatch;
+  EXPECT_NEAR(last.loss(), loss, 1e-4 * std::max(1.0, loss));
+  EXPECT_DOUBLE_EQ(last.accuracy(), accuracy);
   const torch::jit::Module untrained = torch::jit::load(file);
   double moved = 0;
   for (const auto& p : untrained.named_parameters()) {

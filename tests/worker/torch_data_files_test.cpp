@@ -337,6 +337,47 @@ TEST(MnistData, EveryEpochVisitsEveryImageOnceInASeededOrder) {
   expectEveryEpochAPermutation(*data, *other, kImages, firstPixel);
 }
 
+TEST(HeldOutData, AHoldoutIsNeverTrainedOnAndTheEvaluationSplitVisitsOnlyIt) {
+  TempFolder dir("cifar-holdout");
+  writeCifarFolder(dir / "cifar-10-batches-bin");
+  const v1::Model model = imageModel(3, 32, 32, 10);
+  v1::DataConfig config = cifarData(dir / "cifar-10-batches-bin", 5);  // 20 records, ids 0..19
+  config.set_holdout(0.25);
+  auto train = DataSource::create(config, model);
+  auto held = DataSource::create(config, model, DataSource::Split::Eval);
+  std::set<std::int64_t> trained, evaluated;
+  const Samples t = train->get(0, 30);  // an epoch and a half of the 15 left to train on
+  for (int k = 0; k < 30; ++k) trained.insert(firstPixel(t.inputs[k]));
+  const Samples e = held->get(0, 10);  // the 5 held out, twice
+  for (int k = 0; k < 10; ++k) evaluated.insert(firstPixel(e.inputs[k]));
+  EXPECT_EQ(trained.size(), 15u);
+  EXPECT_EQ(evaluated.size(), 5u);
+  for (const auto id : evaluated) EXPECT_EQ(trained.count(id), 0u) << "sample " << id << " is in both splits";
+  // The labels of the evaluation split are those of its images.
+  const torch::Tensor labels = held->labels(0, 10);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(labels[k].item<std::int64_t>(), firstPixel(e.inputs[k]) % 10);
+  // The split depends on the seed, not on the run: another DataSource agrees.
+  auto again = DataSource::create(config, model, DataSource::Split::Eval);
+  EXPECT_TRUE(torch::equal(again->get(0, 10).inputs, e.inputs));
+  // Without a holdout every sample trains and nothing is there to evaluate on.
+  config.set_holdout(0);
+  const std::string message = errorOf([&] { DataSource::create(config, model, DataSource::Split::Eval); });
+  EXPECT_TRUE(contains(message, "holdout is 0")) << message;
+  config.set_holdout(0.9);
+  EXPECT_TRUE(contains(errorOf([&] { DataSource::create(config, model); }), "not within 0 to 0.5"));
+}
+
+TEST(HeldOutData, SyntheticDataEvaluatesOnSamplesFarFromTraining) {
+  const v1::Model model = imageModel(3, 8, 8, 10);
+  v1::DataConfig config;
+  config.set_kind("synthetic");
+  config.set_seed(4);
+  auto train = DataSource::create(config, model);
+  auto held = DataSource::create(config, model, DataSource::Split::Eval);
+  EXPECT_TRUE(torch::equal(held->get(3, 2).inputs, train->get(kSyntheticEvalOffset + 3, 2).inputs));
+  EXPECT_FALSE(torch::equal(held->get(0, 2).inputs, train->get(0, 2).inputs));
+}
+
 /// What confineDataPaths throws for `data` (WorkerError's code), and its message.
 ErrorCode confineError(v1::DataConfig data, const std::string& root, std::string* message) {
   try {

@@ -1,5 +1,6 @@
 // Deterministic, endless training data: sample g is a pure function of (config, model, g).
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -55,7 +56,7 @@ class Rng {
   std::uint64_t state_;
 };
 
-enum Stream : std::uint64_t { kLabel = 1, kNoise = 2, kPrototype = 3, kStart = 4, kRule = 5, kOrder = 6 };
+enum Stream : std::uint64_t { kLabel = 1, kNoise = 2, kPrototype = 3, kStart = 4, kRule = 5, kOrder = 6, kHoldout = 7 };
 
 std::vector<std::int64_t> batchShape(int count, const std::vector<std::int64_t>& sample) {
   std::vector<std::int64_t> shape{count};
@@ -185,14 +186,37 @@ std::uint32_t bigEndian32(const std::string& bytes, size_t offset) {
 }
 
 /// Sample g of a data set of n samples in a seeded order that is a fresh permutation of
-/// the n samples in every epoch (epoch g / n): every sample once per epoch. The order is a
-/// Fisher-Yates shuffle with our own generator, seeded by (seed, epoch). Not thread-safe.
+/// the training samples in every epoch (epoch g / their count): every one once per epoch.
+/// The order is a Fisher-Yates shuffle with our own generator, seeded by (seed, epoch).
+/// With a holdout, that share of the n (at least one, chosen by the seed alone) is kept out
+/// of training: the evaluation split visits those, in a fixed order. Not thread-safe.
 class EpochOrder {
  public:
-  EpochOrder(std::size_t n, std::uint64_t seed) : n_(n), seed_(seed) {}
+  EpochOrder(std::size_t n, std::uint64_t seed, double holdout = 0, bool eval = false) : seed_(seed), eval_(eval) {
+    if (!(holdout >= 0 && holdout <= 0.5)) throw Error("holdout " + std::to_string(holdout) + " is not within 0 to 0.5");
+    std::vector<std::uint32_t> all(n);
+    std::iota(all.begin(), all.end(), 0u);
+    std::size_t held = 0;
+    if (holdout > 0) {
+      held = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(holdout * static_cast<double>(n))));
+      if (held >= n) throw Error("a holdout of " + std::to_string(holdout) + " leaves no training samples of " + std::to_string(n));
+      Rng rng(hash3(seed, kHoldout, 0));
+      for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng.below(i)]);
+    }
+    if (eval) {
+      if (held == 0) throw Error("no samples are held out for evaluation (holdout is 0)");
+      members_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(held));
+    } else if (held > 0) {
+      members_.assign(all.begin() + static_cast<std::ptrdiff_t>(held), all.end());
+      std::sort(members_.begin(), members_.end());
+    } else {
+      members_ = std::move(all);
+    }
+  }
   std::size_t operator()(std::int64_t g) {
-    const auto n = static_cast<std::int64_t>(n_);
-    return order(g / n)[static_cast<size_t>(g % n)];
+    const auto n = static_cast<std::int64_t>(members_.size());
+    if (eval_) return members_[static_cast<size_t>(g % n)];
+    return members_[order(g / n)[static_cast<size_t>(g % n)]];
   }
 
  private:
@@ -200,16 +224,35 @@ class EpochOrder {
     auto it = orders_.find(epoch);
     if (it != orders_.end()) return it->second;
     if (orders_.size() >= 4) orders_.erase(orders_.begin());
-    std::vector<std::uint32_t> perm(n_);
+    std::vector<std::uint32_t> perm(members_.size());
     std::iota(perm.begin(), perm.end(), 0u);
     Rng rng(hash3(seed_, kOrder, static_cast<std::uint64_t>(epoch)));
     for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
     return orders_.emplace(epoch, std::move(perm)).first->second;
   }
 
-  std::size_t n_;
   std::uint64_t seed_;
+  bool eval_;
+  std::vector<std::uint32_t> members_;  // the split's sample indices
   std::map<std::int64_t, std::vector<std::uint32_t>> orders_;
+};
+
+/// The synthetic stream from `offset` on: samples never trained on, for evaluation.
+class Shifted final : public DataSource {
+ public:
+  Shifted(std::unique_ptr<DataSource> inner, std::int64_t offset) : inner_(std::move(inner)), offset_(offset) {}
+  Samples get(std::int64_t first, int count) override {
+    checkRange(first, count);
+    return inner_->get(first + offset_, count);
+  }
+  torch::Tensor labels(std::int64_t first, int count) override {
+    checkRange(first, count);
+    return inner_->labels(first + offset_, count);
+  }
+
+ private:
+  std::unique_ptr<DataSource> inner_;
+  std::int64_t offset_;
 };
 
 /// Images of one byte per value and one label byte each (MNIST, CIFAR-10), held in memory,
@@ -217,9 +260,9 @@ class EpochOrder {
 class FileSamples final : public DataSource {
  public:
   FileSamples(std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels, std::vector<std::int64_t> shape,
-              std::uint64_t seed)
+              const v1::DataConfig& config, bool eval)
       : pixels_(std::move(pixels)), labels_(std::move(labels)), shape_(std::move(shape)),
-        elements_(product(shape_)), order_(labels_.size(), seed) {}
+        elements_(product(shape_)), order_(labels_.size(), config.seed(), config.holdout(), eval) {}
 
   Samples get(std::int64_t first, int count) override {
     checkRange(first, count);
@@ -257,9 +300,9 @@ class FileSamples final : public DataSource {
 /// worker decodes only the samples it reads) and kept in a cache of bounded size.
 class ImageFolder final : public DataSource {
  public:
-  ImageFolder(ImageFolderListing listing, std::vector<std::int64_t> shape, std::uint64_t seed)
+  ImageFolder(ImageFolderListing listing, std::vector<std::int64_t> shape, const v1::DataConfig& config, bool eval)
       : listing_(std::move(listing)), shape_(std::move(shape)), elements_(product(shape_)),
-        order_(listing_.files.size(), seed) {
+        order_(listing_.files.size(), config.seed(), config.holdout(), eval) {
     // One image decoded now, so that images of the wrong size or channels (most often all
     // of them) are refused at Deploy, not at the first step; the rest as they are read.
     image(0);
@@ -349,7 +392,7 @@ void checkLabels(const std::vector<std::uint8_t>& labels, const v1::Model& model
   }
 }
 
-std::unique_ptr<DataSource> mnist(const v1::DataConfig& config, const v1::Model& model) {
+std::unique_ptr<DataSource> mnist(const v1::DataConfig& config, const v1::Model& model, bool eval) {
   const std::string& images_path = config.path();
   const std::string& labels_path = config.labels_path();
   const std::string images = readFile(images_path, "MNIST images");
@@ -377,10 +420,10 @@ std::unique_ptr<DataSource> mnist(const v1::DataConfig& config, const v1::Model&
   std::vector<std::uint8_t> label_bytes(labels.begin() + 8, labels.end());
   checkLabels(label_bytes, model, labels_path);
   return std::make_unique<FileSamples>(std::vector<std::uint8_t>(images.begin() + 16, images.end()),
-                                       std::move(label_bytes), std::move(shape), config.seed());
+                                       std::move(label_bytes), std::move(shape), config, eval);
 }
 
-std::unique_ptr<DataSource> cifar10(const v1::DataConfig& config, const v1::Model& model) {
+std::unique_ptr<DataSource> cifar10(const v1::DataConfig& config, const v1::Model& model, bool eval) {
   constexpr size_t kPixels = 3 * 32 * 32, kRecord = 1 + kPixels;
   const std::string& path = config.path();
   std::vector<std::string> files;
@@ -411,10 +454,10 @@ std::unique_ptr<DataSource> cifar10(const v1::DataConfig& config, const v1::Mode
     std::vector<std::uint8_t> these(labels.begin() + static_cast<std::ptrdiff_t>(before), labels.end());
     checkLabels(these, model, file);
   }
-  return std::make_unique<FileSamples>(std::move(pixels), std::move(labels), std::move(shape), config.seed());
+  return std::make_unique<FileSamples>(std::move(pixels), std::move(labels), std::move(shape), config, eval);
 }
 
-std::unique_ptr<DataSource> imageFolder(const v1::DataConfig& config, const v1::Model& model) {
+std::unique_ptr<DataSource> imageFolder(const v1::DataConfig& config, const v1::Model& model, bool eval) {
   const std::string& dir = config.path();
   if (dir.empty()) throw Error("imagefolder data: no folder given (its data path)");
   if (!config.labels_path().empty()) {
@@ -439,26 +482,32 @@ std::unique_ptr<DataSource> imageFolder(const v1::DataConfig& config, const v1::
   if (listing.files.size() > std::numeric_limits<std::uint32_t>::max()) {
     throw Error("imagefolder '" + dir + "': more than 2^32 images");
   }
-  return std::make_unique<ImageFolder>(std::move(listing), shape, config.seed());
+  return std::make_unique<ImageFolder>(std::move(listing), shape, config, eval);
 }
 
 }  // namespace
 
-std::unique_ptr<DataSource> DataSource::create(const v1::DataConfig& config, const v1::Model& model) {
+std::unique_ptr<DataSource> DataSource::create(const v1::DataConfig& config, const v1::Model& model, Split split) {
   const std::string& kind = config.kind();
+  const bool eval = split == Split::Eval;
   if (kind == "synthetic" || kind.empty()) {
     const bool tokens = model.input_dtype() == "int64" || model.task() == "language_model";
-    if (tokens) {
-      if (model.input_dtype() != "int64") {
-        throw Error(modelLabel(model) + ": a language model's input_dtype must be int64");
-      }
-      return std::make_unique<SyntheticSequence>(model, config.seed());
+    if (tokens && model.input_dtype() != "int64") {
+      throw Error(modelLabel(model) + ": a language model's input_dtype must be int64");
     }
-    return std::make_unique<SyntheticClassification>(model, config.seed());
+    std::unique_ptr<DataSource> stream;
+    if (tokens) {
+      stream = std::make_unique<SyntheticSequence>(model, config.seed());
+    } else {
+      stream = std::make_unique<SyntheticClassification>(model, config.seed());
+    }
+    // Held-out synthetic samples: the same task, far past any sample a run trains on.
+    if (eval) return std::make_unique<Shifted>(std::move(stream), kSyntheticEvalOffset);
+    return stream;
   }
-  if (kind == "mnist") return mnist(config, model);
-  if (kind == "cifar10") return cifar10(config, model);
-  if (kind == "imagefolder") return imageFolder(config, model);
+  if (kind == "mnist") return mnist(config, model, eval);
+  if (kind == "cifar10") return cifar10(config, model, eval);
+  if (kind == "imagefolder") return imageFolder(config, model, eval);
   throw Error("data kind '" + kind + "' is unknown (synthetic, mnist, cifar10 or imagefolder)");
 }
 

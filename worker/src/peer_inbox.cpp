@@ -35,7 +35,8 @@ std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) 
       tensor.step() < 0) {
     return from + " have a bad step, micro-batch or sample range";
   }
-  if (tensor.micro_batch() >= rules.microbatches) {
+  if (tensor.eval() && tensor.gradient()) return from + ": an evaluation pass sends no gradients";
+  if (tensor.eval() ? tensor.micro_batch() >= kMaxEvalMicroBatches : tensor.micro_batch() >= rules.microbatches) {
     return from + " are for micro-batch " + std::to_string(tensor.micro_batch()) + " of " +
            std::to_string(rules.microbatches);
   }
@@ -126,7 +127,7 @@ void PeerInbox::put(v1::PeerTensor tensor) {
       throw WorkerError(ErrorCode::InvalidArgument, why);
     }
     const std::size_t bytes = tensor.tensor().data().size();
-    Key key{tensor.step(), tensor.micro_batch(), tensor.gradient(), tensor.sample_begin()};
+    Key key{tensor.step(), tensor.eval(), tensor.micro_batch(), tensor.gradient(), tensor.sample_begin()};
     const auto held = slices_.find(key);
     const std::size_t replaced = held == slices_.end() ? 0 : held->second.tensor().data().size();
     if (held_bytes_ - replaced + bytes > rules_.max_bytes) {
@@ -141,11 +142,13 @@ void PeerInbox::put(v1::PeerTensor tensor) {
   arrived_.notify_all();
 }
 
-int PeerInbox::coveredLocked(std::int64_t step, int micro_batch, bool gradient, int begin, int count) const {
+int PeerInbox::coveredLocked(std::int64_t step, bool eval, int micro_batch, bool gradient, int begin,
+                              int count) const {
   int at = begin;
-  for (auto it = slices_.lower_bound(Key{step, micro_batch, gradient, begin});
-       it != slices_.end() && std::get<0>(it->first) == step && std::get<1>(it->first) == micro_batch &&
-       std::get<2>(it->first) == gradient && std::get<3>(it->first) == at && at < begin + count;
+  for (auto it = slices_.lower_bound(Key{step, eval, micro_batch, gradient, begin});
+       it != slices_.end() && std::get<0>(it->first) == step && std::get<1>(it->first) == eval &&
+       std::get<2>(it->first) == micro_batch && std::get<3>(it->first) == gradient &&
+       std::get<4>(it->first) == at && at < begin + count;
        ++it) {
     at += it->second.samples();
   }
@@ -153,27 +156,27 @@ int PeerInbox::coveredLocked(std::int64_t step, int micro_batch, bool gradient, 
 }
 
 std::vector<v1::PeerTensor> PeerInbox::take(std::int64_t step, int micro_batch, bool gradient, int begin,
-                                            int count, std::chrono::milliseconds timeout) {
+                                            int count, std::chrono::milliseconds timeout, bool eval) {
   std::unique_lock lock(mutex_);
-  const auto stale = slices_.lower_bound(Key{step, 0, false, 0});
+  const auto stale = slices_.lower_bound(Key{step, false, 0, false, 0});
   for (auto it = slices_.begin(); it != stale; ++it) held_bytes_ -= it->second.tensor().data().size();
   slices_.erase(slices_.begin(), stale);
   const bool done = arrived_.wait_for(lock, timeout, [&] {
-    return aborted_.has_value() || coveredLocked(step, micro_batch, gradient, begin, count) >= count;
+    return aborted_.has_value() || coveredLocked(step, eval, micro_batch, gradient, begin, count) >= count;
   });
   if (aborted_) throw *aborted_;
   if (!done) {
-    const int have = coveredLocked(step, micro_batch, gradient, begin, count);
+    const int have = coveredLocked(step, eval, micro_batch, gradient, begin, count);
     char text[200];
     std::snprintf(text, sizeof text, "no %s for samples %d..%d of micro-batch %d of step %lld within %.1f s",
-                  gradient ? "gradients" : "activations", begin + have, begin + count - 1, micro_batch,
+                  eval ? "evaluation activations" : gradient ? "gradients" : "activations", begin + have, begin + count - 1, micro_batch,
                   static_cast<long long>(step), static_cast<double>(timeout.count()) / 1000.0);
     throw WorkerError(ErrorCode::DeadlineExceeded, text);
   }
   std::vector<v1::PeerTensor> out;
   int at = begin;
   while (at < begin + count) {
-    auto it = slices_.find(Key{step, micro_batch, gradient, at});
+    auto it = slices_.find(Key{step, eval, micro_batch, gradient, at});
     at += it->second.samples();
     held_bytes_ -= it->second.tensor().data().size();
     out.push_back(std::move(it->second));

@@ -17,6 +17,9 @@ namespace stagecraft::worker {
 
 /// What a stage may be pushed: by whom, which samples, of which shape. Anything else is
 /// refused with INVALID_ARGUMENT before it is held.
+/// The most micro-batches one evaluation pass may have (Evaluate refuses more).
+constexpr int kMaxEvalMicroBatches = 4096;
+
 struct InboxRules {
   /// One neighbour's slice of every micro-batch: activations from a member of the previous
   /// group, or gradients from a member of the next.
@@ -60,17 +63,18 @@ class PeerInbox {
   /// Waits until slices covering samples [begin, begin + count) of a micro-batch have come
   /// and removes them, in sample order. Slices of earlier steps are dropped as stale.
   /// Throws WorkerError: the abort reason, or DeadlineExceeded naming what is missing.
+  /// `eval`: the activations of the evaluation pass after `step` steps.
   std::vector<v1::PeerTensor> take(std::int64_t step, int micro_batch, bool gradient, int begin,
-                                   int count, std::chrono::milliseconds timeout);
+                                   int count, std::chrono::milliseconds timeout, bool eval = false);
 
   /// Slices held (for tests and logs).
   size_t size() const;
 
  private:
-  using Key = std::tuple<std::int64_t, int, bool, int>;  // step, micro-batch, gradient, sample_begin
+  using Key = std::tuple<std::int64_t, bool, int, bool, int>;  // step, eval, micro-batch, gradient, sample_begin
   /// Samples of [begin, begin + count) covered by the held slices, or -1 when they overlap
   /// the range only partly or stick out of it.
-  int coveredLocked(std::int64_t step, int micro_batch, bool gradient, int begin, int count) const;
+  int coveredLocked(std::int64_t step, bool eval, int micro_batch, bool gradient, int begin, int count) const;
 
   mutable std::mutex mutex_;
   std::condition_variable arrived_;

@@ -160,6 +160,16 @@ std::optional<double> formulaFlops(const Module& child, const std::string& type,
     const double per_output = static_cast<double>(w->numel()) / static_cast<double>(w->size(0));
     return 2.0 * per_output * perSample(y);
   }
+  if (type == "TransformerEncoderLayer" && y.dim() == 3) {
+    // Every weight is used once per token (the projections and the MLP), and attention
+    // multiplies T x T scores by D-wide keys and values: 2 x 2 T^2 D.
+    double weights = 0;
+    for (const auto& p : child.parameters()) {
+      if (p.dim() >= 2) weights += static_cast<double>(p.numel());
+    }
+    const double tokens = static_cast<double>(y.size(1)), width = static_cast<double>(y.size(2));
+    return 2.0 * weights * tokens + 4.0 * tokens * tokens * width;
+  }
   if (free.count(type)) return 0.0;
   if (elementwise.count(type)) return perSample(y);
   if (norms.count(type)) return 5.0 * perSample(y);

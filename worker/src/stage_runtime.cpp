@@ -48,6 +48,8 @@ struct StageRuntime::Impl {
   StageModule module{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<DataSource> data;
+  v1::DataConfig data_config;
+  std::unique_ptr<DataSource> eval_data;  // the held-out split, made at the first Evaluate
   std::unique_ptr<StageGroup> group;
   torch::Tensor flat_grads;  // the all-reduce buffer
   std::atomic<std::int64_t> step{0};
@@ -87,9 +89,9 @@ struct StageRuntime::Impl {
   }
 
   /// The slices of micro-batch `m` peers sent for this member's samples, joined.
-  torch::Tensor receive(std::int64_t s, int m, bool gradient) {
+  torch::Tensor receive(std::int64_t s, int m, bool gradient, bool eval = false) {
     const auto start = Clock::now();
-    auto slices = env.inbox->take(s, m, gradient, layout.sample_begin, layout.samples, env.peer_timeout);
+    auto slices = env.inbox->take(s, m, gradient, layout.sample_begin, layout.samples, env.peer_timeout, eval);
     const auto end = Clock::now();
     // Values that are not finite are a diverging neighbour's: say so to the coordinator,
     // whose divergence guard sees the same in the loss.
@@ -110,9 +112,10 @@ struct StageRuntime::Impl {
   /// Sends the rows of `tensor` (this member's samples of micro-batch `m`) that each
   /// peer of `to` holds.
   void send(PeerOutbox& outbox, const std::vector<PeerSlice>& to, std::int64_t s, int m, bool gradient,
-            const torch::Tensor& tensor) {
+            const torch::Tensor& tensor, bool eval = false) {
     for (const auto& peer : to) {
       v1::PeerTensor message;
+      message.set_eval(eval);
       message.set_job(layout.job);
       message.set_sender(env.worker);
       message.set_step(s);
@@ -124,6 +127,48 @@ struct StageRuntime::Impl {
           toProto(tensor.narrow(0, peer.sample_begin - layout.sample_begin, peer.samples).detach().contiguous());
       outbox.send(peer.peer, peer.address, std::move(message));
     }
+  }
+
+  /// The evaluation pass after `step` steps: micro-batches of the plan's size over the
+  /// held-out split, forward only, in eval mode (norms use their running statistics); the
+  /// last stage scores its samples.
+  v1::EvaluateReply evaluate(int micro_batches, PeerOutbox& outbox) {
+    std::lock_guard lock(module_mutex);
+    const std::int64_t s = step;
+    if ((layout.first() || layout.last()) && !eval_data) {
+      eval_data = DataSource::create(data_config, model, DataSource::Split::Eval);
+    }
+    torch::NoGradGuard no_grad;
+    module->eval();
+    struct BackToTraining {
+      StageModule& module;
+      ~BackToTraining() { module->train(); }
+    } back{module};
+    v1::EvaluateReply reply;
+    reply.set_step(s);
+    double loss_sum = 0;
+    std::int64_t correct = 0, scored = 0;
+    for (int e = 0; e < micro_batches; ++e) {
+      checkStop();
+      const std::int64_t first = static_cast<std::int64_t>(e) * layout.micro_batch_size + layout.sample_begin;
+      const torch::Tensor x = layout.first() ? eval_data->get(first, layout.samples).inputs : receive(s, e, false, true);
+      const torch::Tensor out = module->forward(x);
+      if (layout.last()) {
+        const torch::Tensor labels = eval_data->labels(first, layout.samples);
+        loss_sum += lossSum(out, labels, model).item<double>();
+        correct += out.argmax(-1).eq(labels.to(torch::kInt64)).sum().item<std::int64_t>();
+        scored += labels.numel();
+      } else {
+        send(outbox, layout.next, s, e, false, out, true);
+      }
+    }
+    outbox.flush(env.peer_timeout);
+    if (layout.last()) {
+      reply.set_samples(scored);
+      reply.set_correct(correct);
+      reply.set_loss_sum(loss_sum);
+    }
+    return reply;
   }
 
   /// Parameters, buffers and (optionally) the optimizer's state at this step; the caller
@@ -289,6 +334,7 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
     v1::DataConfig data = assignment.data();
     if (data.kind().empty()) data.set_kind("synthetic");
     d.data = DataSource::create(data, d.model);
+    d.data_config = data;
   }
   if (d.layout.group_size > 1) {
     // Rank 0's worker keeps the store; the others reach it where the plan says rank 0 is.
@@ -332,6 +378,30 @@ void StageRuntime::run(std::int64_t iterations) {
   } catch (...) {
     outbox.cancel();
     // Whatever a stop interrupted (a wait, a send, the all-reduce), it reads as the stop.
+    if (d.stop) throw WorkerError(ErrorCode::Aborted, "job '" + d.layout.job + "' was stopped");
+    throw;
+  }
+}
+
+v1::EvaluateReply StageRuntime::evaluate(int micro_batches) {
+  Impl& d = *impl_;
+  PeerOutbox outbox(
+      d.env.link, [inbox = d.env.inbox](const WorkerError& e) { inbox->abort(e); }, d.env.token);
+  {
+    std::lock_guard lock(d.outbox_mutex);
+    d.outbox = &outbox;
+  }
+  struct Detach {
+    Impl& d;
+    ~Detach() {
+      std::lock_guard lock(d.outbox_mutex);
+      d.outbox = nullptr;
+    }
+  } detach{d};
+  try {
+    return d.evaluate(micro_batches, outbox);
+  } catch (...) {
+    outbox.cancel();
     if (d.stop) throw WorkerError(ErrorCode::Aborted, "job '" + d.layout.job + "' was stopped");
     throw;
   }

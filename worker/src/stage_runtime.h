@@ -53,7 +53,12 @@ class StageRuntime {
   /// Trains `iterations` steps (0: until stopped) on the calling thread, publishing an
   /// IterationReport per step. Throws WorkerError on failure (Aborted once stopped).
   void run(std::int64_t iterations);
-  /// Makes run() return soon with Aborted: wakes its waits, cancels its sends.
+  /// One forward-only pass over `micro_batches` micro-batches of held-out samples (the
+  /// data's evaluation split) on the calling thread, between training steps; the last
+  /// stage's reply scores them. Throws WorkerError (Aborted once stopped) or Error (no
+  /// held-out samples).
+  v1::EvaluateReply evaluate(int micro_batches);
+  /// Makes run() and evaluate() return soon with Aborted: wakes their waits, cancels their sends.
   void requestStop();
   bool stopRequested() const;
 

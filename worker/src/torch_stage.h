@@ -65,8 +65,16 @@ class DataSource {
   /// and CIFAR-10 are reshaped to the model's input shape when the element counts match; an
   /// image folder's images must be the model's CxHxW (C 1 or 3: grey is replicated into RGB,
   /// alpha dropped; no resizing). Throws stagecraft::Error naming the file or the mismatch.
-  static std::unique_ptr<DataSource> create(const v1::DataConfig& config, const v1::Model& model);
+  /// The training split, or the held-out evaluation split: for file data the
+  /// config's `holdout` share (kept out of training, in a fixed order; an Error when it is
+  /// 0), for synthetic data samples from kSyntheticEvalOffset on.
+  enum class Split { Train, Eval };
+  static std::unique_ptr<DataSource> create(const v1::DataConfig& config, const v1::Model& model,
+                                            Split split = Split::Train);
 };
+
+/// Where the synthetic evaluation samples start: no run trains this far.
+constexpr std::int64_t kSyntheticEvalOffset = std::int64_t{1} << 40;
 
 /// Sum over the samples of the per-sample loss (cross-entropy; for language models the
 /// mean over tokens of each sample). Divide by the global batch for the batch mean.

@@ -360,6 +360,45 @@ void WorkerNode::train(std::shared_ptr<StageRuntime> runtime, std::int64_t itera
   hub_.publish(std::move(outcome));
 }
 
+v1::EvaluateReply WorkerNode::evaluate(const v1::EvaluateRequest& request) {
+  if (request.micro_batches() <= 0 || request.micro_batches() > kMaxEvalMicroBatches) {
+    throw WorkerError(ErrorCode::InvalidArgument, "micro_batches " + std::to_string(request.micro_batches()) +
+                                                      " is out of range (1 to " +
+                                                      std::to_string(kMaxEvalMicroBatches) + ")");
+  }
+  std::shared_ptr<StageRuntime> runtime;
+  {
+    std::lock_guard control(control_mutex_);
+    runtime = deployed();
+    std::lock_guard lock(mutex_);
+    if (!request.job().empty() && request.job() != job_) {
+      throw WorkerError(ErrorCode::FailedPrecondition,
+                        "job '" + request.job() + "' is not deployed here (job '" + job_ + "' is)");
+    }
+    if (state_ == State::Training) {
+      throw WorkerError(ErrorCode::FailedPrecondition, "training job '" + job_ + "': evaluate between steps");
+    }
+    // Busy as in training while the pass runs: Start, Deploy and Profile wait for it, Stop ends it.
+    state_ = State::Training;
+    runtime->arm();
+  }
+  struct Done {
+    WorkerNode& node;
+    std::shared_ptr<StageRuntime> runtime;
+    ~Done() {
+      std::lock_guard lock(node.mutex_);
+      if (node.runtime_ == runtime && node.state_ == State::Training) node.state_ = State::Deployed;
+    }
+  } done{*this, runtime};
+  touch();
+  try {
+    return runtime->evaluate(request.micro_batches());
+  } catch (...) {
+    inbox_.reopen();  // a stop or a peer's failure aborted the inbox; the job trains on
+    throw;
+  }
+}
+
 v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
   std::lock_guard control(control_mutex_);
   std::shared_ptr<StageRuntime> runtime;

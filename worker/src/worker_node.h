@@ -50,6 +50,10 @@ class WorkerNode {
   /// Starts the training thread. Throws FailedPrecondition before Deploy, while
   /// training, or for another job.
   void start(const v1::StartRequest& request);
+  /// The evaluation pass (StageRuntime::evaluate) on the calling thread, between training
+  /// steps. Throws WorkerError: FailedPrecondition before Deploy, while training or for
+  /// another job; InvalidArgument for a pass out of range.
+  v1::EvaluateReply evaluate(const v1::EvaluateRequest& request);
   /// Stops training (if any) and waits for the thread; returns the step reached.
   v1::StopReply stop(const v1::StopRequest& request);
   /// Parameters and buffers, and with `optimizer_state` the optimizer's state too.

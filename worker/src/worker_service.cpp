@@ -134,6 +134,13 @@ grpc::Status WorkerService::GetBackup(grpc::ServerContext* context, const v1::Ba
   return guarded([&] { *reply = node_.backup(*request); });
 }
 
+grpc::Status WorkerService::Evaluate(grpc::ServerContext* context, const v1::EvaluateRequest* request,
+                                     v1::EvaluateReply* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  node_.touch();
+  return guarded([&] { *reply = node_.evaluate(*request); });
+}
+
 grpc::Status WorkerService::HasModelFile(grpc::ServerContext* context, const v1::ModelFileRef* request,
                                          v1::ModelFileStatus* reply) {
   if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;

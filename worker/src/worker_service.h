@@ -37,6 +37,7 @@ class WorkerService final : public v1::Worker::Service {
                            v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request, v1::BackupList* reply) override;
   grpc::Status GetBackup(grpc::ServerContext*, const v1::BackupRef* request, v1::StageWeights* reply) override;
+  grpc::Status Evaluate(grpc::ServerContext*, const v1::EvaluateRequest* request, v1::EvaluateReply* reply) override;
   grpc::Status HasModelFile(grpc::ServerContext*, const v1::ModelFileRef* request, v1::ModelFileStatus* reply) override;
   grpc::Status PutModelFile(grpc::ServerContext* context, grpc::ServerReader<v1::ModelFileChunk>* reader,
                             v1::ModelFileStatus* reply) override;

@@ -13,6 +13,7 @@ QColor ChartStyle::measuredColor() { return QColor(0x1f, 0x77, 0xb4); }
 QColor ChartStyle::predictedColor() { return QColor(0xe6, 0x7e, 0x22); }
 QColor ChartStyle::lossColor() { return QColor(0x9e, 0xc5, 0xe8); }
 QColor ChartStyle::lossSmoothedColor() { return QColor(0x1f, 0x4e, 0x9c); }
+QColor ChartStyle::accuracyColor() { return QColor(0x2c, 0xa0, 0x2c); }
 QColor ChartStyle::warningColor() { return QColor(0xf0, 0x8c, 0x1e); }
 QColor ChartStyle::overLimitColor() { return QColor(0xd6, 0x27, 0x28); }
 

@@ -23,6 +23,7 @@ class ChartStyle {
   static QColor predictedColor();
   static QColor lossColor();
   static QColor lossSmoothedColor();
+  static QColor accuracyColor();
   /// Memory above kMemoryWarnFraction of the limit, and above the limit.
   static QColor warningColor();
   static QColor overLimitColor();

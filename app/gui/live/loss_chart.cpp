@@ -27,6 +27,18 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   smoothed_->setPen(QPen(ChartStyle::lossSmoothedColor(), 2));
   smoothed_->setAdaptiveSampling(true);
 
+  held_out_loss_ = addGraph();
+  held_out_loss_->setName(tr("Held-out loss"));
+  held_out_loss_->setPen(QPen(ChartStyle::lossSmoothedColor(), 1.5, Qt::DashLine));
+  held_out_loss_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+  accuracy_ = addGraph(xAxis, yAxis2);
+  accuracy_->setName(tr("Held-out accuracy"));
+  accuracy_->setPen(QPen(ChartStyle::accuracyColor(), 2));
+  accuracy_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+  ChartStyle::setAxisLabel(yAxis2, tr("Accuracy (%)"));
+  yAxis2->setRange(0, 100);
+  yAxis2->setVisible(false);  // until the first evaluation
+
   ChartStyle::setAxisLabel(xAxis, tr("Step"));
   ChartStyle::setAxisLabel(yAxis, tr("Loss"));
   xAxis->setRange(0, 10);
@@ -52,9 +64,19 @@ void LossChart::addStep(std::int64_t step, double loss) {
   requestReplot();
 }
 
+void LossChart::addEvaluation(std::int64_t step, double accuracy, double loss) {
+  if (std::isfinite(loss)) held_out_loss_->addData(static_cast<double>(step), loss);
+  if (std::isfinite(accuracy)) accuracy_->addData(static_cast<double>(step), 100.0 * accuracy);
+  yAxis2->setVisible(true);
+  requestReplot();
+}
+
 void LossChart::clear() {
   loss_->data()->clear();
   smoothed_->data()->clear();
+  held_out_loss_->data()->clear();
+  accuracy_->data()->clear();
+  yAxis2->setVisible(false);
   if (auto_log_) applyLogScale(false);  // a new run starts linear unless the user chose
   has_ema_ = false;
   ema_ = 0;
@@ -102,9 +124,12 @@ void LossChart::prepareReplot() {
     xAxis->setRange(lower, upper + 0.02 * (upper - lower));
   }
   bool found = false;
-  const QCPRange range =
-      loss_->getValueRange(found, log_scale_ ? QCP::sdPositive : QCP::sdBoth, xAxis->range());
+  const QCP::SignDomain domain = log_scale_ ? QCP::sdPositive : QCP::sdBoth;
+  QCPRange range = loss_->getValueRange(found, domain, xAxis->range());
   if (!found) return;
+  bool held_out = false;
+  const QCPRange held_out_range = held_out_loss_->getValueRange(held_out, domain, xAxis->range());
+  if (held_out) range.expand(held_out_range);
   if (log_scale_) {
     yAxis->setRange(range.lower / 1.5, range.upper * 1.5);
   } else {

@@ -19,6 +19,9 @@ class LossChart : public ChartPlot {
 
   /// A non-finite loss is dropped (logged).
   void addStep(std::int64_t step, double loss);
+  /// An evaluation on held-out samples: its loss as a point beside the training loss, its
+  /// accuracy on the right axis (0-100 %).
+  void addEvaluation(std::int64_t step, double accuracy, double loss);
   void clear();
 
   /// Losses spanning kAutoLogRange or more (all positive) switch the axis to logarithmic
@@ -35,6 +38,8 @@ class LossChart : public ChartPlot {
   int pointCount() const;
   QCPGraph* lossGraph() const { return loss_; }
   QCPGraph* smoothedGraph() const { return smoothed_; }
+  QCPGraph* heldOutLossGraph() const { return held_out_loss_; }
+  QCPGraph* accuracyGraph() const { return accuracy_; }
 
   QString exportName() const override { return QStringLiteral("loss"); }
 
@@ -45,6 +50,8 @@ class LossChart : public ChartPlot {
  private:
   QCPGraph* loss_ = nullptr;
   QCPGraph* smoothed_ = nullptr;
+  QCPGraph* held_out_loss_ = nullptr;
+  QCPGraph* accuracy_ = nullptr;  // on yAxis2
   void applyLogScale(bool log_scale);
 
   bool log_scale_ = false;

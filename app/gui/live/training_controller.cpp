@@ -308,12 +308,21 @@ void TrainingController::publishDeployment() {
   });
 }
 
+void TrainingController::setEvaluation(qint64 every_steps, int samples) {
+  std::lock_guard lock(settings_mutex_);
+  eval_every_ = std::max<qint64>(0, every_steps);
+  eval_samples_ = std::max(0, samples);
+}
+
 void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, control::TrainingOptions options) {
   control::CoordinatorOptions coordinator_options;
+  control::RunSettings run_settings;
   bool profile = false;
   std::vector<int> sizes;
   {
     std::lock_guard lock(settings_mutex_);
+    run_settings.eval_every = eval_every_;
+    run_settings.eval_samples = eval_samples_;
     coordinator_options = coordinator_options_;
     coordinator_options.token = token_;
     profile = profile_before_deploy_;
@@ -326,7 +335,10 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   cancel_ = false;
   const std::uint64_t generation = deployment_ ? deployment_->generation + 1 : 1;
   deployment_.reset();
-  auto run = std::make_unique<control::TrainingRun>(cluster, model, plan.optimizer, options, coordinator_options);
+  // Evaluated file data keep a tenth out of training (as the CLI's --holdout).
+  if (run_settings.eval_every > 0 && options.data != "synthetic" && options.holdout == 0) options.holdout = 0.1;
+  auto run = std::make_unique<control::TrainingRun>(cluster, model, plan.optimizer, options, coordinator_options,
+                                                    run_settings);
   if (profile) {
     toGui([this, n = cluster.size()] {
       setState(TrainingState::Profiling);

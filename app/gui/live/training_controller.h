@@ -94,6 +94,9 @@ class TrainingController : public QObject {
   /// Profile the model on every member before deploying, at these micro-batch sizes (the
   /// plan's own is added), so the predicted samples/s use measured times. Off by default.
   void setProfileBeforeDeploy(bool enabled, const std::vector<int>& micro_batches = {1, 4, 16});
+  /// From the next deployment: every `every_steps` steps (0: never) a forward pass over
+  /// `samples` held-out samples (0: one global batch) measures accuracy: evaluated().
+  void setEvaluation(qint64 every_steps, int samples = 0);
 
   /// Starts one local worker per device of the cluster file, as `stagecraft-cli cluster up`
   /// does, or adopts those already running for it: localClusterStarted().
@@ -156,6 +159,8 @@ class TrainingController : public QObject {
   void failed(const QString& message);
   /// The run reached its target step.
   void trainingFinished(qint64 step);
+  /// Held-out samples after `step` steps: the share the model got right and their mean loss.
+  void evaluated(qint64 step, double accuracy, double loss, qint64 samples);
   /// exportModel() wrote the model trained to `step` to `path`.
   void modelExported(const QString& path, qint64 step);
   /// `proposed` is over `calibrated` (the live devices); `current` is over `current_cluster`
@@ -243,6 +248,8 @@ class TrainingController : public QObject {
   std::string worker_binary_;
   std::string token_;
   bool profile_before_deploy_ = false;
+  qint64 eval_every_ = 10;
+  int eval_samples_ = 0;
   std::vector<int> profile_sizes_{1, 4, 16};
 
   // The controller's thread and what only it touches.

@@ -108,6 +108,9 @@ control::RunEvents TrainingController::runEvents() {
       Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
     });
   };
+  events.on_eval = [this](const control::EvalResult& e) {
+    toGui([this, e] { Q_EMIT evaluated(e.step, e.accuracy, e.loss, e.samples); });
+  };
   events.on_log = [this](const std::string& worker, const std::string& text) {
     toGui([this, worker = QString::fromStdString(worker), text = workerLine(QString::fromStdString(text))] {
       Q_EMIT logMessage(worker, QtInfoMsg, text);

@@ -20,6 +20,7 @@
 #include "live/beacon_discovery.h"
 #include "live/chart_feed.h"
 #include "live/live_charts.h"
+#include "live/loss_chart.h"
 #include "live/training_controller.h"
 #include "models/device_model.h"
 #include "models/log_model.h"
@@ -79,6 +80,16 @@ void MainWindow::connectController() {
     log_->append(tr("console"), LogModel::Level::Info,
                  tr("%n local worker(s) run on this machine.", nullptr, cluster.size()));
   });
+  connect(controller_, &TrainingController::evaluated, this,
+          [this](qint64 step, double accuracy, double loss, qint64 samples) {
+            charts_->lossChart()->addEvaluation(step, accuracy, loss);
+            log_->append(tr("coordinator"), LogModel::Level::Info,
+                         tr("Held-out accuracy after step %1: %2 % of %3 samples (loss %4).")
+                             .arg(step)
+                             .arg(100.0 * accuracy, 0, 'f', 1)
+                             .arg(samples)
+                             .arg(loss, 0, 'f', 4));
+          });
   connect(controller_, &TrainingController::stepCompleted, this,
           [this](qint64 step, double loss, double measured, double /*predicted*/, double seconds) {
             recent_steps_.push_back({step, seconds, measured});
