@@ -2315,37 +2315,37 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="245"/>
-        <source>Using the local workers already running for cluster %1.</source>
-        <translation>使用已为集群 %1 运行的本地工作节点。</translation>
+        <source>Using the local workers already running for cluster %1; they read data files only inside the --data-dir they were started with.</source>
+        <translation>使用已为集群 %1 运行的本地工作节点；它们只读取其启动时 --data-dir 之内的数据文件。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="253"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="255"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="263"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="265"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="333"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="335"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="340"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="342"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="348"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="350"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="355"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="357"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
@@ -2432,11 +2432,11 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="222"/>
         <location filename="../app/gui/live/training_controller.cpp" line="244"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="446"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="558"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="404"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="419"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="448"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="560"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="137"/>
@@ -2463,78 +2463,78 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="405"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="418"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="422"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="424"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="426"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="439"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="440"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="442"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="443"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="447"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="449"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="458"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="513"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="487"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="489"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="517"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="550"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="552"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="557"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="561"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>
@@ -2562,230 +2562,233 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
 <context>
     <name>stagecraft::gui::TrainingPanel</name>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="56"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="57"/>
         <source>&amp;Planner:</source>
         <translation>规划器(&amp;P)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="61"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="62"/>
         <source>Samples per training step, over all devices.</source>
         <translation>每个训练步的样本数（所有设备合计）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="62"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="63"/>
         <source>&amp;Batch:</source>
         <translation>批次大小(&amp;B)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="66"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="67"/>
         <source>auto</source>
         <translation>自动</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="67"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
         <source>Micro-batches per step; auto lets the planner choose a divisor of the batch.</source>
         <translation>每步的微批次数；选择“自动”时由规划器选取批次大小的一个约数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
         <source>&amp;Micro-batches:</source>
         <translation>微批次数(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="71"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="72"/>
         <source>1F1B</source>
         <translation>1F1B</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="72"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="73"/>
         <source>GPipe</source>
         <translation>GPipe</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="73"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
         <source>&amp;Schedule:</source>
         <translation>调度(&amp;S)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="76"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="77"/>
         <source>SGD with momentum</source>
         <translation>带动量的 SGD</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="77"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="78"/>
         <source>Adam</source>
         <translation>Adam</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="78"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="79"/>
         <source>&amp;Optimizer:</source>
         <translation>优化器(&amp;O)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="85"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="86"/>
         <source>&amp;Learning rate:</source>
         <translation>学习率(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="90"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="91"/>
         <source>S&amp;teps:</source>
         <translation>步数(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="93"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="94"/>
         <source>Synthetic (learnable)</source>
         <translation>合成数据（可学习）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="94"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="95"/>
         <source>MNIST (IDX files)</source>
         <translation>MNIST（IDX 文件）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="260"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="269"/>
         <source>Choose the MNIST images file</source>
         <translation>选择 MNIST 图像文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="272"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="281"/>
         <source>The &amp;folder of the five batches…</source>
         <translation>五个批次文件所在的文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="273"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="282"/>
         <source>One &amp;batch file…</source>
         <translation>单个批次文件(&amp;B)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="276"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="285"/>
         <source>CIFAR-10 folder (data_batch_1.bin … data_batch_5.bin)</source>
         <translation>CIFAR-10 文件夹（data_batch_1.bin … data_batch_5.bin）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="278"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="287"/>
         <source>CIFAR-10 batch file</source>
         <translation>CIFAR-10 批次文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="279"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="288"/>
         <source>CIFAR-10 batches (*.bin);;All files (*)</source>
         <translation>CIFAR-10 批次文件 (*.bin);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="282"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="291"/>
         <source>MNIST images file</source>
         <translation>MNIST 图像文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="283"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="292"/>
         <source>IDX files (*-ubyte *.idx3-ubyte);;All files (*)</source>
         <translation>IDX 文件 (*-ubyte *.idx3-ubyte);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="105"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="106"/>
         <source>&amp;Data:</source>
         <translation>数据(&amp;D)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="250"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="259"/>
         <source>Data folder:</source>
         <translation>数据文件夹：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="251"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="260"/>
         <source>folder with a sub-folder of images per class</source>
         <translation>每个类别一个图像子文件夹</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="252"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="261"/>
         <source>Choose the image folder</source>
         <translation>选择图像文件夹</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="254"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="263"/>
         <source>Data file or folder:</source>
         <translation>数据文件或文件夹：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="255"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="264"/>
         <source>batch file, or the folder of data_batch_*.bin</source>
         <translation>批次文件，或 data_batch_*.bin 所在的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="256"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="265"/>
         <source>Choose the CIFAR-10 folder or one batch file</source>
         <translation>选择 CIFAR-10 文件夹或单个批次文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="259"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="268"/>
         <source>images file, as the workers see it</source>
         <translation>图像文件（按工作节点上的路径）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="115"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="258"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="116"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="267"/>
         <source>Data file:</source>
         <translation>数据文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="95"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="96"/>
         <source>CIFAR-10 (batch file or folder)</source>
         <translation>CIFAR-10（批次文件或文件夹）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="96"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="269"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="97"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="278"/>
         <source>Image folder (a sub-folder per class)</source>
         <translation>图像文件夹（每类一个子文件夹）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="98"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="99"/>
         <source>One binary batch file, or the folder of the binary version whose data_batch_1.bin … data_batch_5.bin are read in order.</source>
         <translation>单个二进制批次文件，或二进制版本的文件夹，其中 data_batch_1.bin … data_batch_5.bin 依次读取。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="102"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="103"/>
         <source>A folder with one sub-folder of PNG or JPEG images per class (class ids in name order); every image must have the model&apos;s input size.</source>
         <translation>每个类别一个 PNG 或 JPEG 图像子文件夹的文件夹（类别编号按名称排序）；每张图像都必须与模型的输入尺寸一致。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="108"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="109"/>
         <source>As the workers see it: a relative path is read from their data folder. The console&apos;s local workers read data under your home folder (%1); other workers only inside their --data-dir.</source>
         <translation>按工作节点上的路径：相对路径从其数据目录读取。控制台的本地工作节点读取您主目录（%1）下的数据；其他工作节点只读取其 --data-dir 之内的数据。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="118"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="124"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="127"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="133"/>
         <source>MNIST labels file</source>
         <translation>MNIST 标签文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="122"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="131"/>
         <source>Choose the MNIST labels file</source>
         <translation>选择 MNIST 标签文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="125"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="134"/>
         <source>IDX files (*-ubyte *.idx1-ubyte);;All files (*)</source>
         <translation>IDX 文件 (*-ubyte *.idx1-ubyte);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="128"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="137"/>
         <source>Labels file:</source>
         <translation>标签文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="132"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="141"/>
         <source>S&amp;eed:</source>
         <translation>随机种子(&amp;E)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="133"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="142"/>
         <source>Profile the workers before deploying</source>
         <translation>部署前对工作节点进行性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="134"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="143"/>
         <source>Each worker times every layer first, so the predicted samples/s use measured speeds.</source>
         <translation>每个工作节点先测量每一层的耗时，使预测的样本/秒基于实测速度。</translation>
     </message>
