@@ -2672,6 +2672,7 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>CIFAR-10 批次文件 (*.bin);;所有文件 (*)</translation>
     </message>
     <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="268"/>
         <location filename="../app/gui/window/training_panel.cpp" line="291"/>
         <source>MNIST images file</source>
         <translation>MNIST 图像文件</translation>
@@ -2717,11 +2718,6 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <location filename="../app/gui/window/training_panel.cpp" line="265"/>
         <source>Choose the CIFAR-10 folder or one batch file</source>
         <translation>选择 CIFAR-10 文件夹或单个批次文件</translation>
-    </message>
-    <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="268"/>
-        <source>images file, as the workers see it</source>
-        <translation>图像文件（按工作节点上的路径）</translation>
     </message>
     <message>
         <location filename="../app/gui/window/training_panel.cpp" line="116"/>

@@ -265,7 +265,7 @@ void TrainingPanel::updateDataFields() {
     browse_data_->setToolTip(tr("Choose the CIFAR-10 folder or one batch file"));
   } else {
     if (data_path_label_) data_path_label_->setText(tr("Data file:"));
-    data_path_->setPlaceholderText(tr("images file, as the workers see it"));
+    data_path_->setPlaceholderText(tr("MNIST images file"));
     browse_data_->setToolTip(tr("Choose the MNIST images file"));
   }
 }
