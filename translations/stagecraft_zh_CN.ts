@@ -79,17 +79,17 @@
         <translation>语言模型输出头</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/display_units.cpp" line="91"/>
+        <location filename="../app/gui/editor/display_units.cpp" line="96"/>
         <source>profiled</source>
         <translation>基于性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/display_units.cpp" line="92"/>
+        <location filename="../app/gui/editor/display_units.cpp" line="97"/>
         <source>calibrated from training</source>
         <translation>按训练实测校准</translation>
     </message>
     <message>
-        <location filename="../app/gui/editor/display_units.cpp" line="95"/>
+        <location filename="../app/gui/editor/display_units.cpp" line="100"/>
         <source>from specs</source>
         <translation>基于规格</translation>
     </message>
@@ -273,8 +273,8 @@
     </message>
     <message>
         <location filename="../app/gui/main.cpp" line="57"/>
-        <source>Select the model &lt;name&gt; from the zoo.</source>
-        <translation>从模型库中选择模型 &lt;名称&gt;。</translation>
+        <source>Select the model &lt;name&gt; from the zoo, or a TorchScript file whose sample shape was given before.</source>
+        <translation>从模型库中选择模型 &lt;名称&gt;，或选择之前已给出样本形状的 TorchScript 文件。</translation>
     </message>
     <message>
         <location filename="../app/gui/main.cpp" line="58"/>
@@ -853,7 +853,7 @@
         <location filename="../app/gui/window/main_window.cpp" line="136"/>
         <location filename="../app/gui/window/main_window.cpp" line="142"/>
         <location filename="../app/gui/window/main_window.cpp" line="150"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="262"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="263"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -864,7 +864,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="139"/>
-        <location filename="../app/gui/window/main_window.cpp" line="414"/>
+        <location filename="../app/gui/window/main_window.cpp" line="420"/>
         <source>Cannot add the device at %1: %2</source>
         <translation>无法添加位于 %1 的设备：%2</translation>
     </message>
@@ -905,8 +905,8 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="248"/>
-        <source>A model from the built-in zoo.</source>
-        <translation>内置模型库中的模型。</translation>
+        <source>A model from the built-in zoo, or a TorchScript file (File → Open TorchScript Model…).</source>
+        <translation>内置模型库中的模型，或 TorchScript 文件（文件 → 打开 TorchScript 模型…）。</translation>
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="256"/>
@@ -915,7 +915,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="270"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="120"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="121"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -971,279 +971,301 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <source>Open &amp;TorchScript Model…</source>
+        <translation>打开 TorchScript 模型(&amp;T)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <source>Plan and train your own PyTorch model</source>
+        <translation>规划并训练您自己的 PyTorch 模型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Open &amp;Plan…</source>
         <translation>打开方案(&amp;P)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Ctrl+Shift+O</source>
         <translation>Ctrl+Shift+O</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="310"/>
+        <location filename="../app/gui/window/main_window.cpp" line="312"/>
         <source>Open a plan file</source>
         <translation>打开方案文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="311"/>
+        <location filename="../app/gui/window/main_window.cpp" line="313"/>
         <source>Open plan</source>
         <translation>打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window.cpp" line="314"/>
         <source>Plan files (*.json);;All files (*)</source>
         <translation>方案文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>&amp;Save Plan As…</source>
         <translation>方案另存为(&amp;S)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="315"/>
+        <location filename="../app/gui/window/main_window.cpp" line="317"/>
         <source>Save the plan for the command line and the workers</source>
         <translation>保存方案，供命令行和工作节点使用</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
         <source>&amp;Export Charts…</source>
         <translation>导出图表(&amp;E)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
         <source>Ctrl+E</source>
         <translation>Ctrl+E</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="317"/>
+        <location filename="../app/gui/window/main_window.cpp" line="319"/>
         <source>Export the charts to PNG or PDF</source>
         <translation>将图表导出为 PNG 或 PDF</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="319"/>
+        <location filename="../app/gui/window/main_window.cpp" line="321"/>
         <source>Quit Stagecraft</source>
         <translation>退出 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="321"/>
+        <location filename="../app/gui/window/main_window.cpp" line="323"/>
         <source>&amp;Undo</source>
         <translation>撤销(&amp;U)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="323"/>
+        <location filename="../app/gui/window/main_window.cpp" line="325"/>
         <source>&amp;Redo</source>
         <translation>重做(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="328"/>
         <source>Start &amp;Local Cluster</source>
         <translation>启动本地集群(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="326"/>
+        <location filename="../app/gui/window/main_window.cpp" line="328"/>
         <source>Ctrl+L</source>
         <translation>Ctrl+L</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="327"/>
+        <location filename="../app/gui/window/main_window.cpp" line="329"/>
         <source>Run every device of the cluster as an emulated worker on this machine</source>
         <translation>在本机上将集群中的每台设备作为模拟工作节点运行</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>&amp;Add Device…</source>
         <translation>添加设备(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>Ctrl+D</source>
         <translation>Ctrl+D</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="329"/>
+        <location filename="../app/gui/window/main_window.cpp" line="331"/>
         <source>Add a worker by its address</source>
         <translation>按地址添加工作节点</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="331"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>&amp;Auto-plan</source>
         <translation>自动规划(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="331"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>Ctrl+P</source>
         <translation>Ctrl+P</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="331"/>
+        <location filename="../app/gui/window/main_window.cpp" line="333"/>
         <source>Plan with the chosen planner</source>
         <translation>使用所选规划器进行规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="333"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>&amp;Compare Planners</source>
         <translation>比较规划器(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="333"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>Ctrl+K</source>
         <translation>Ctrl+K</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="333"/>
+        <location filename="../app/gui/window/main_window.cpp" line="335"/>
         <source>Run every planner side by side</source>
         <translation>并排运行所有规划器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="342"/>
         <source>&amp;Deploy</source>
         <translation>部署(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="342"/>
         <source>F7</source>
         <translation>F7</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="340"/>
+        <location filename="../app/gui/window/main_window.cpp" line="342"/>
         <source>Send each device its stage</source>
         <translation>向每台设备发送其所属阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="341"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>&amp;Start Training</source>
         <translation>开始训练(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="341"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>F5</source>
         <translation>F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="341"/>
+        <location filename="../app/gui/window/main_window.cpp" line="343"/>
         <source>Train the deployed plan</source>
         <translation>训练已部署的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="345"/>
         <source>S&amp;top</source>
         <translation>停止(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="345"/>
         <source>Shift+F5</source>
         <translation>Shift+F5</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="343"/>
+        <location filename="../app/gui/window/main_window.cpp" line="345"/>
         <source>Stop at the end of the current step</source>
         <translation>在当前步结束时停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="345"/>
+        <location filename="../app/gui/window/main_window.cpp" line="347"/>
         <source>&amp;Re-plan Now</source>
         <translation>立即重新规划(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="345"/>
+        <location filename="../app/gui/window/main_window.cpp" line="347"/>
         <source>Ctrl+R</source>
         <translation>Ctrl+R</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="346"/>
+        <location filename="../app/gui/window/main_window.cpp" line="348"/>
         <source>Plan again over the devices live now, with their measured speeds</source>
         <translation>基于当前在线的设备及其实测速度重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="348"/>
+        <location filename="../app/gui/window/main_window.cpp" line="349"/>
+        <source>E&amp;xport Trained Model…</source>
+        <translation>导出训练后的模型(&amp;X)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="350"/>
+        <source>Write the trained TorchScript model for torch.jit.load</source>
+        <translation>写出训练后的 TorchScript 模型，供 torch.jit.load 加载</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window.cpp" line="352"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="359"/>
+        <location filename="../app/gui/window/main_window.cpp" line="363"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="362"/>
+        <location filename="../app/gui/window/main_window.cpp" line="367"/>
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="369"/>
+        <location filename="../app/gui/window/main_window.cpp" line="374"/>
         <source>&amp;Edit</source>
         <translation>编辑(&amp;E)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="373"/>
+        <location filename="../app/gui/window/main_window.cpp" line="378"/>
         <source>Add &amp;Stage</source>
         <translation>添加阶段(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="375"/>
+        <location filename="../app/gui/window/main_window.cpp" line="380"/>
         <source>&amp;Cluster</source>
         <translation>集群(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="377"/>
+        <location filename="../app/gui/window/main_window.cpp" line="382"/>
         <source>Stop Local Cluster</source>
         <translation>停止本地集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="388"/>
+        <location filename="../app/gui/window/main_window.cpp" line="393"/>
         <source>&amp;Plan</source>
         <translation>规划(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="392"/>
+        <location filename="../app/gui/window/main_window.cpp" line="397"/>
         <source>&amp;Training</source>
         <translation>训练(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="397"/>
+        <location filename="../app/gui/window/main_window.cpp" line="403"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="400"/>
+        <location filename="../app/gui/window/main_window.cpp" line="406"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="401"/>
+        <location filename="../app/gui/window/main_window.cpp" line="407"/>
         <source>&amp;About Stagecraft</source>
         <translation>关于 Stagecraft(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="402"/>
+        <location filename="../app/gui/window/main_window.cpp" line="408"/>
         <source>About &amp;Qt</source>
         <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="211"/>
         <source>Unsaved plan</source>
         <translation>方案未保存</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="211"/>
         <source>The plan has edits that are not saved. Save them before quitting?</source>
         <translation>方案有尚未保存的修改。退出前要保存吗？</translation>
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="120"/>
-        <location filename="../app/gui/window/main_window.cpp" line="437"/>
-        <location filename="../app/gui/window/main_window.cpp" line="442"/>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="59"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="78"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="276"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="279"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="300"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="305"/>
+        <location filename="../app/gui/window/main_window.cpp" line="443"/>
+        <location filename="../app/gui/window/main_window.cpp" line="448"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="86"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="99"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="277"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="280"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="306"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1253,248 +1275,297 @@
         <translation>%1 已加入方案的设备。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="59"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="47"/>
+        <source>%1: give its sample shape with File → Open TorchScript Model…</source>
+        <translation>%1：请用“文件 → 打开 TorchScript 模型…”给出其样本形状</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="99"/>
         <source>Opened cluster %1.</source>
         <translation>已打开集群 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="63"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="103"/>
         <source>Cannot open the cluster</source>
         <translation>无法打开集群</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="75"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="116"/>
         <source>Cannot load the model</source>
         <translation>无法加载模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="82"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="123"/>
+        <source>Open TorchScript model</source>
+        <translation>打开 TorchScript 模型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="124"/>
+        <source>TorchScript files (*.pt *.pth *.ts);;All files (*)</source>
+        <translation>TorchScript 文件 (*.pt *.pth *.ts);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="129"/>
+        <source>Sample shape</source>
+        <translation>样本形状</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="130"/>
+        <source>The shape of one sample, without the batch:
+C,H,W for images (3,32,32), D for vectors (784),
+T for token sequences (when the first layer is an nn.Embedding).</source>
+        <translation>单个样本的形状（不含批次维度）：
+图像为 C,H,W（3,32,32），向量为 D（784），
+词元序列为 T（第一层为 nn.Embedding 时）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="138"/>
+        <source>Imported %1: %2 layers.</source>
+        <translation>已导入 %1：%2 层。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="145"/>
+        <source>%1 (TorchScript)</source>
+        <translation>%1（TorchScript）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="155"/>
         <source>Cannot open the plan</source>
         <translation>无法打开方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="93"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="166"/>
         <source>Save plan</source>
         <translation>保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="94"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="167"/>
         <source>Plan files (*.json)</source>
         <translation>方案文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="99"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="172"/>
         <source>Cannot save the plan</source>
         <translation>无法保存方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="105"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="178"/>
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="408"/>
+        <location filename="../app/gui/window/main_window.cpp" line="414"/>
         <source>Add device</source>
         <translation>添加设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="408"/>
+        <location filename="../app/gui/window/main_window.cpp" line="414"/>
         <source>Worker address (host:port):</source>
         <translation>工作节点地址 (host:port)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="419"/>
+        <location filename="../app/gui/window/main_window.cpp" line="425"/>
         <source>About Stagecraft</source>
         <translation>关于 Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="420"/>
+        <location filename="../app/gui/window/main_window.cpp" line="426"/>
         <source>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;Plans, runs and watches hybrid-pipeline training on heterogeneous edge devices: layers cut into stages, each stage on a group of devices, the stages in a 1F1B pipeline.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Stagecraft %1&lt;/h3&gt;&lt;p&gt;在异构边缘设备上规划、运行并监视混合流水线训练：将各层切分为阶段，每个阶段运行在一组设备上，各阶段组成 1F1B 流水线。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="124"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="197"/>
         <source>Cluster: %1</source>
         <translation>集群：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_documents.cpp" line="129"/>
+        <location filename="../app/gui/window/main_window_documents.cpp" line="202"/>
         <source>Plan: %1</source>
         <translation>方案：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="428"/>
+        <location filename="../app/gui/window/main_window.cpp" line="434"/>
         <source>Stagecraft</source>
         <translation>Stagecraft</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window.cpp" line="432"/>
+        <location filename="../app/gui/window/main_window.cpp" line="438"/>
         <source>%1 on %2</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="66"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="80"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="90"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="91"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="100"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="101"/>
         <source>, %1 steps/s, %2 left</source>
         <translation>，%1 步/秒，剩余 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="118"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="123"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="137"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="123"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="139"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="143"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="145"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="146"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="153"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="154"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="167"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="168"/>
         <source>Calibrated from training, another plan is predicted %1 samples/s against the running plan&apos;s %2 (%3x).</source>
         <translation>按训练实测校准后，另一方案预测为 %1 样本/秒，当前运行方案为 %2（%3 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="177"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="178"/>
         <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="182"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="183"/>
         <source>The plan before it measured %1.</source>
         <translation>之前的方案实测为 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="183"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="184"/>
         <source>Go back to the previous plan</source>
         <translation>退回到之前的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="192"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="193"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="198"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="199"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="202"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="203"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="159"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="398"/>
+        <source>Export trained model</source>
+        <translation>导出训练后的模型</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="400"/>
+        <source>TorchScript files (*.pt)</source>
+        <translation>TorchScript 文件 (*.pt)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="160"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="161"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="172"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="163"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="173"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="243"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="245"/>
         <source>%1 min %2 s</source>
         <translation>%1 分 %2 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="245"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="246"/>
         <source>%1 h %2 min</source>
         <translation>%1 小时 %2 分</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="251"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="252"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="252"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="253"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="254"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="255"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="263"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="264"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="276"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="277"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="280"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="281"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="301"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="302"/>
         <source>Calls to workers use mutual TLS: certificate %1, cluster CA %2.</source>
         <translation>对工作节点的调用使用双向 TLS：证书 %1，集群 CA %2。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="307"/>
         <source>Cannot use TLS: %1</source>
         <translation>无法使用 TLS：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="329"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="348"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="330"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="349"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -2244,37 +2315,37 @@
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="245"/>
-        <source>Using the local workers already running for cluster %1.</source>
-        <translation>使用已为集群 %1 运行的本地工作节点。</translation>
+        <source>Using the local workers already running for cluster %1; they read data files only inside the --data-dir they were started with.</source>
+        <translation>使用已为集群 %1 运行的本地工作节点；它们只读取其启动时 --data-dir 之内的数据文件。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="253"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="255"/>
         <source>Starting %1 local workers.</source>
         <translation>正在启动 %1 个本地工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="263"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="265"/>
         <source>%1 local workers answer.</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="333"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="335"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="340"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="342"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="348"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="350"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="355"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="357"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
@@ -2361,17 +2432,18 @@
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="222"/>
         <location filename="../app/gui/live/training_controller.cpp" line="244"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="356"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="446"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="558"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="404"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="419"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="448"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="560"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="137"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="177"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="203"/>
+        <location filename="../app/gui/live/training_controller_export.cpp" line="34"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
@@ -2391,206 +2463,328 @@
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="405"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="418"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="422"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="424"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="426"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="439"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="440"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="442"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="443"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="447"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="449"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="458"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="513"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="487"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="489"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="517"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="550"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="552"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="557"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="561"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_export.cpp" line="15"/>
+        <source>Only a TorchScript model can be exported: open one with File → Open TorchScript Model…</source>
+        <translation>只能导出 TorchScript 模型：请用“文件 → 打开 TorchScript 模型…”打开一个。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_export.cpp" line="16"/>
+        <source>Export when no step runs: stop training first.</source>
+        <translation>请在没有训练步运行时导出：先停止训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_export.cpp" line="34"/>
+        <source>Exported the model trained to step %1 to %2.</source>
+        <translation>已将训练到第 %1 步的模型导出到 %2。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/training_controller_export.cpp" line="38"/>
+        <source>Cannot export the model: %1</source>
+        <translation>无法导出模型：%1</translation>
     </message>
 </context>
 <context>
     <name>stagecraft::gui::TrainingPanel</name>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="31"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="57"/>
         <source>&amp;Planner:</source>
         <translation>规划器(&amp;P)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="36"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="62"/>
         <source>Samples per training step, over all devices.</source>
         <translation>每个训练步的样本数（所有设备合计）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="37"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="63"/>
         <source>&amp;Batch:</source>
         <translation>批次大小(&amp;B)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="41"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="67"/>
         <source>auto</source>
         <translation>自动</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="42"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
         <source>Micro-batches per step; auto lets the planner choose a divisor of the batch.</source>
         <translation>每步的微批次数；选择“自动”时由规划器选取批次大小的一个约数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="43"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
         <source>&amp;Micro-batches:</source>
         <translation>微批次数(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="46"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="72"/>
         <source>1F1B</source>
         <translation>1F1B</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="47"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="73"/>
         <source>GPipe</source>
         <translation>GPipe</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="48"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
         <source>&amp;Schedule:</source>
         <translation>调度(&amp;S)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="51"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="77"/>
         <source>SGD with momentum</source>
         <translation>带动量的 SGD</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="52"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="78"/>
         <source>Adam</source>
         <translation>Adam</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="53"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="79"/>
         <source>&amp;Optimizer:</source>
         <translation>优化器(&amp;O)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="60"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="86"/>
         <source>&amp;Learning rate:</source>
         <translation>学习率(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="65"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="91"/>
         <source>S&amp;teps:</source>
         <translation>步数(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="68"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="94"/>
         <source>Synthetic (learnable)</source>
         <translation>合成数据（可学习）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="69"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="95"/>
         <source>MNIST (IDX files)</source>
         <translation>MNIST（IDX 文件）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="70"/>
-        <source>CIFAR-10 (binary batch)</source>
-        <translation>CIFAR-10（二进制批次）</translation>
+        <location filename="../app/gui/window/training_panel.cpp" line="269"/>
+        <source>Choose the MNIST images file</source>
+        <translation>选择 MNIST 图像文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="71"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="281"/>
+        <source>The &amp;folder of the five batches…</source>
+        <translation>五个批次文件所在的文件夹(&amp;F)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="282"/>
+        <source>One &amp;batch file…</source>
+        <translation>单个批次文件(&amp;B)…</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="285"/>
+        <source>CIFAR-10 folder (data_batch_1.bin … data_batch_5.bin)</source>
+        <translation>CIFAR-10 文件夹（data_batch_1.bin … data_batch_5.bin）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="287"/>
+        <source>CIFAR-10 batch file</source>
+        <translation>CIFAR-10 批次文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="288"/>
+        <source>CIFAR-10 batches (*.bin);;All files (*)</source>
+        <translation>CIFAR-10 批次文件 (*.bin);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="268"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="291"/>
+        <source>MNIST images file</source>
+        <translation>MNIST 图像文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="292"/>
+        <source>IDX files (*-ubyte *.idx3-ubyte);;All files (*)</source>
+        <translation>IDX 文件 (*-ubyte *.idx3-ubyte);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="106"/>
         <source>&amp;Data:</source>
         <translation>数据(&amp;D)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="73"/>
-        <source>images file, as the workers see it</source>
-        <translation>图像文件（按工作节点上的路径）</translation>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="259"/>
+        <source>Data folder:</source>
+        <translation>数据文件夹：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="74"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="260"/>
+        <source>folder with a sub-folder of images per class</source>
+        <translation>每个类别一个图像子文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="261"/>
+        <source>Choose the image folder</source>
+        <translation>选择图像文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="263"/>
+        <source>Data file or folder:</source>
+        <translation>数据文件或文件夹：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="264"/>
+        <source>batch file, or the folder of data_batch_*.bin</source>
+        <translation>批次文件，或 data_batch_*.bin 所在的文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="265"/>
+        <source>Choose the CIFAR-10 folder or one batch file</source>
+        <translation>选择 CIFAR-10 文件夹或单个批次文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="116"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="121"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="267"/>
         <source>Data file:</source>
         <translation>数据文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="76"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="96"/>
+        <source>CIFAR-10 (batch file or folder)</source>
+        <translation>CIFAR-10（批次文件或文件夹）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="97"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="278"/>
+        <source>Image folder (a sub-folder per class)</source>
+        <translation>图像文件夹（每类一个子文件夹）</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="99"/>
+        <source>One binary batch file, or the folder of the binary version whose data_batch_1.bin … data_batch_5.bin are read in order.</source>
+        <translation>单个二进制批次文件，或二进制版本的文件夹，其中 data_batch_1.bin … data_batch_5.bin 依次读取。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="103"/>
+        <source>A folder with one sub-folder of PNG or JPEG images per class (class ids in name order); every image must have the model&apos;s input size.</source>
+        <translation>每个类别一个 PNG 或 JPEG 图像子文件夹的文件夹（类别编号按名称排序）；每张图像都必须与模型的输入尺寸一致。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="109"/>
+        <source>As the workers see it: a relative path is read from their data folder. The console&apos;s local workers read data under your home folder (%1); other workers only inside their --data-dir.</source>
+        <translation>按工作节点上的路径：相对路径从其数据目录读取。控制台的本地工作节点读取您主目录（%1）下的数据；其他工作节点只读取其 --data-dir 之内的数据。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="127"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="133"/>
         <source>MNIST labels file</source>
         <translation>MNIST 标签文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="77"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="131"/>
+        <source>Choose the MNIST labels file</source>
+        <translation>选择 MNIST 标签文件</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="134"/>
+        <source>IDX files (*-ubyte *.idx1-ubyte);;All files (*)</source>
+        <translation>IDX 文件 (*-ubyte *.idx1-ubyte);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="137"/>
         <source>Labels file:</source>
         <translation>标签文件：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="81"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="141"/>
         <source>S&amp;eed:</source>
         <translation>随机种子(&amp;E)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="82"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="142"/>
         <source>Profile the workers before deploying</source>
         <translation>部署前对工作节点进行性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="83"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="143"/>
         <source>Each worker times every layer first, so the predicted samples/s use measured speeds.</source>
         <translation>每个工作节点先测量每一层的耗时，使预测的样本/秒基于实测速度。</translation>
     </message>

@@ -1,4 +1,4 @@
-// stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME,
+// stagecraft: the Qt 6 console. Command line: --cluster FILE, --plan FILE, --model NAME (or FILE.pt),
 // --lang LOCALE (e.g. zh_CN; default: the system's), --beacon-port PORT, --token-file FILE,
 // --tls-cert FILE --tls-key FILE --tls-ca FILE.
 #include <QApplication>
@@ -54,7 +54,7 @@ int main(int argc, char* argv[]) {
                                        QApplication::translate("main", "Open the plan <file>."),
                                        QApplication::translate("main", "file"));
   const QCommandLineOption model_option(QStringLiteral("model"),
-                                        QApplication::translate("main", "Select the model <name> from the zoo."),
+                                        QApplication::translate("main", "Select the model <name> from the zoo, or a TorchScript file whose sample shape was given before."),
                                         QApplication::translate("main", "name"));
   const QCommandLineOption lang_option(QStringLiteral("lang"),
                                        QApplication::translate("main", "User interface language, e.g. zh_CN."),

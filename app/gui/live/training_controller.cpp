@@ -242,7 +242,9 @@ void TrainingController::startLocalJob(const std::string& path) {
     local_owned_ = false;
     toGui([this, name = QString::fromStdString(file.name())] {
       Q_EMIT logMessage(tr("coordinator"), QtInfoMsg,
-                        tr("Using the local workers already running for cluster %1.").arg(name));
+                        tr("Using the local workers already running for cluster %1; they read data files only inside the "
+                           "--data-dir they were started with.")
+                            .arg(name));
     });
   } else {
     options.worker_binary = control::findWorkerBinary(

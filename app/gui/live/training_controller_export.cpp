@@ -12,7 +12,7 @@
 namespace stagecraft::gui {
 
 bool TrainingController::exportModel(const QString& path) {
-  if (!canExportModel()) return refuse(tr("Only a TorchScript model can be exported: open one with File → Open TorchScript Model…."));
+  if (!canExportModel()) return refuse(tr("Only a TorchScript model can be exported: open one with File → Open TorchScript Model…"));
   if (!settled() || !plan_) return refuse(tr("Export when no step runs: stop training first."));
   std::string binary;
   {

@@ -44,7 +44,9 @@ ModelSpec loadNamedModel(const QString& name_or_path) {
   if (!control::isTorchScriptPath(path)) return loadModel(path);
   const QString shape = QSettings().value(kScriptShapes + name_or_path).toString();
   if (shape.isEmpty()) {
-    throw Error(path + ": give its sample shape with File → Open TorchScript Model…");
+    throw Error(MainWindow::tr("%1: give its sample shape with File → Open TorchScript Model…")
+                    .arg(name_or_path)
+                    .toStdString());
   }
   QGuiApplication::setOverrideCursor(Qt::WaitCursor);
   struct Restore {

@@ -2,11 +2,19 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QSettings>
 #include <QSpinBox>
+#include <QToolButton>
+#include <algorithm>
 
 #include "control/assignments.h"
 
@@ -14,7 +22,25 @@ namespace stagecraft::gui {
 
 namespace {
 const QString kGroup = QStringLiteral("training");
+
+/// `field` with a "…" button after it, in one row of the form.
+QWidget* withBrowseButton(QWidget* parent, QLineEdit* field, QToolButton* button) {
+  auto* row = new QWidget(parent);
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(field, 1);
+  layout->addWidget(button);
+  return row;
 }
+
+/// Where a chooser opens: the folder of `current`, else the user's home (local workers
+/// read data files under it).
+QString startFolder(const QString& current) {
+  if (current.trimmed().isEmpty()) return QDir::homePath();
+  const QFileInfo info(current.trimmed());
+  return info.isDir() ? info.absoluteFilePath() : info.absolutePath();
+}
+}  // namespace
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(this);
@@ -67,14 +93,48 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   data_ = new QComboBox(this);
   data_->addItem(tr("Synthetic (learnable)"), QStringLiteral("synthetic"));
   data_->addItem(tr("MNIST (IDX files)"), QStringLiteral("mnist"));
-  data_->addItem(tr("CIFAR-10 (binary batch)"), QStringLiteral("cifar10"));
+  data_->addItem(tr("CIFAR-10 (batch file or folder)"), QStringLiteral("cifar10"));
+  data_->addItem(tr("Image folder (a sub-folder per class)"), QStringLiteral("imagefolder"));
+  data_->setItemData(data_->findData(QStringLiteral("cifar10")),
+                     tr("One binary batch file, or the folder of the binary version whose data_batch_1.bin … "
+                        "data_batch_5.bin are read in order."),
+                     Qt::ToolTipRole);
+  data_->setItemData(data_->findData(QStringLiteral("imagefolder")),
+                     tr("A folder with one sub-folder of PNG or JPEG images per class (class ids in name order); "
+                        "every image must have the model's input size."),
+                     Qt::ToolTipRole);
   form->addRow(tr("&Data:"), data_);
   data_path_ = new QLineEdit(this);
-  data_path_->setPlaceholderText(tr("images file, as the workers see it"));
-  form->addRow(tr("Data file:"), data_path_);
+  data_path_->setToolTip(
+      tr("As the workers see it: a relative path is read from their data folder. The console's local workers "
+         "read data under your home folder (%1); other workers only inside their --data-dir.")
+          .arg(QDir::toNativeSeparators(QDir::homePath())));
+  browse_data_ = new QToolButton(this);
+  browse_data_->setText(QStringLiteral("…"));
+  connect(browse_data_, &QToolButton::clicked, this, &TrainingPanel::browseData);
+  QWidget* data_row = withBrowseButton(this, data_path_, browse_data_);
+  form->addRow(tr("Data file:"), data_row);
+  data_path_label_ = qobject_cast<QLabel*>(form->labelForField(data_row));
+  if (data_path_label_) {
+    // Wide enough for each kind's label, so the form does not shift when the kind changes.
+    int width = 0;
+    for (const QString& text : {tr("Data file:"), tr("Data folder:"), tr("Data file or folder:")}) {
+      width = std::max(width, data_path_label_->fontMetrics().horizontalAdvance(text));
+    }
+    data_path_label_->setMinimumWidth(width);
+  }
   labels_path_ = new QLineEdit(this);
   labels_path_->setPlaceholderText(tr("MNIST labels file"));
-  form->addRow(tr("Labels file:"), labels_path_);
+  labels_path_->setToolTip(data_path_->toolTip());
+  browse_labels_ = new QToolButton(this);
+  browse_labels_->setText(QStringLiteral("…"));
+  browse_labels_->setToolTip(tr("Choose the MNIST labels file"));
+  connect(browse_labels_, &QToolButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("MNIST labels file"), startFolder(labels_path_->text()),
+                                                      tr("IDX files (*-ubyte *.idx1-ubyte);;All files (*)"));
+    if (!path.isEmpty()) labels_path_->setText(QDir::toNativeSeparators(path));
+  });
+  form->addRow(tr("Labels file:"), withBrowseButton(this, labels_path_, browse_labels_));
   seed_ = new QSpinBox(this);
   seed_->setRange(0, 1'000'000);
   seed_->setValue(1);
@@ -84,15 +144,10 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   profile_->setChecked(true);
   form->addRow(profile_);
 
-  const auto update_data_fields = [this] {
-    const QString kind = data_->currentData().toString();
-    data_path_->setEnabled(kind != QLatin1String("synthetic"));
-    labels_path_->setEnabled(kind == QLatin1String("mnist"));
-  };
-  connect(data_, &QComboBox::currentIndexChanged, this, update_data_fields);
+  connect(data_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateDataFields);
 
   restore();
-  update_data_fields();
+  updateDataFields();
   // Another optimizer works at another scale: its default rate for the model.
   connect(optimizer_, &QComboBox::currentIndexChanged, this, [this] {
     lr_->setValue(control::defaultLearningRate(model_.toStdString(), optimizer()));
@@ -190,6 +245,53 @@ void TrainingPanel::restore() {
   labels_path_->setText(settings.value(QStringLiteral("labels_path")).toString());
   seed_->setValue(settings.value(QStringLiteral("seed"), 1).toInt());
   profile_->setChecked(settings.value(QStringLiteral("profile"), true).toBool());
+}
+
+void TrainingPanel::updateDataFields() {
+  const QString kind = data_->currentData().toString();
+  const bool files = kind != QLatin1String("synthetic");
+  const bool mnist = kind == QLatin1String("mnist");
+  data_path_->setEnabled(files);
+  browse_data_->setEnabled(files);
+  labels_path_->setEnabled(mnist);
+  browse_labels_->setEnabled(mnist);
+  if (kind == QLatin1String("imagefolder")) {
+    if (data_path_label_) data_path_label_->setText(tr("Data folder:"));
+    data_path_->setPlaceholderText(tr("folder with a sub-folder of images per class"));
+    browse_data_->setToolTip(tr("Choose the image folder"));
+  } else if (kind == QLatin1String("cifar10")) {
+    if (data_path_label_) data_path_label_->setText(tr("Data file or folder:"));
+    data_path_->setPlaceholderText(tr("batch file, or the folder of data_batch_*.bin"));
+    browse_data_->setToolTip(tr("Choose the CIFAR-10 folder or one batch file"));
+  } else {
+    if (data_path_label_) data_path_label_->setText(tr("Data file:"));
+    data_path_->setPlaceholderText(tr("MNIST images file"));
+    browse_data_->setToolTip(tr("Choose the MNIST images file"));
+  }
+}
+
+void TrainingPanel::browseData() {
+  const QString kind = data_->currentData().toString();
+  const QString start = startFolder(data_path_->text());
+  QString path;
+  if (kind == QLatin1String("imagefolder")) {
+    path = QFileDialog::getExistingDirectory(this, tr("Image folder (a sub-folder per class)"), start);
+  } else if (kind == QLatin1String("cifar10")) {
+    QMenu menu(this);
+    QAction* folder = menu.addAction(tr("The &folder of the five batches…"));
+    QAction* file = menu.addAction(tr("One &batch file…"));
+    QAction* chosen = menu.exec(browse_data_->mapToGlobal(QPoint(0, browse_data_->height())));
+    if (chosen == folder) {
+      path = QFileDialog::getExistingDirectory(this, tr("CIFAR-10 folder (data_batch_1.bin … data_batch_5.bin)"), start);
+    } else if (chosen == file) {
+      path = QFileDialog::getOpenFileName(this, tr("CIFAR-10 batch file"), start,
+                                          tr("CIFAR-10 batches (*.bin);;All files (*)"));
+    }
+  } else {
+    path = QFileDialog::getOpenFileName(this, tr("MNIST images file"), start,
+                                        tr("IDX files (*-ubyte *.idx3-ubyte);;All files (*)"));
+  }
+  if (!path.isEmpty()) data_path_->setText(QDir::toNativeSeparators(path));
 }
 
 void TrainingPanel::setLearningRate(double lr) {

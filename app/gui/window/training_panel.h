@@ -9,13 +9,16 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QToolButton;
 
 namespace stagecraft::gui {
 
 /// The "Training" form: how to plan (planner, batch, micro-batches, schedule, optimizer)
-/// and how to train (steps, learning rate, data). Values persist in QSettings.
+/// and how to train (steps, learning rate, data: synthetic, MNIST, CIFAR-10 or an image
+/// folder, with a chooser for its path). Values persist in QSettings.
 class TrainingPanel : public QWidget {
   Q_OBJECT
 
@@ -47,6 +50,11 @@ class TrainingPanel : public QWidget {
  private:
   void save() const;
   void restore();
+  /// The path fields for the data kind chosen: enabled or not, label, hint, chooser.
+  void updateDataFields();
+  /// The data path's chooser: a folder for an image folder, a folder or a batch file for
+  /// CIFAR-10, a file for MNIST.
+  void browseData();
 
   QComboBox* planner_ = nullptr;
   QSpinBox* batch_ = nullptr;
@@ -59,7 +67,10 @@ class TrainingPanel : public QWidget {
   QSpinBox* steps_ = nullptr;
   QComboBox* data_ = nullptr;
   QLineEdit* data_path_ = nullptr;
+  QLabel* data_path_label_ = nullptr;  // "Data file:" or "Data folder:", by the kind
+  QToolButton* browse_data_ = nullptr;
   QLineEdit* labels_path_ = nullptr;
+  QToolButton* browse_labels_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QCheckBox* profile_ = nullptr;
 };
