@@ -817,7 +817,7 @@
     </message>
     <message>
         <location filename="../app/gui/live/loss_chart.cpp" line="22"/>
-        <location filename="../app/gui/live/loss_chart.cpp" line="31"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="43"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
@@ -827,12 +827,27 @@
         <translation>平滑 (EMA)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="30"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="31"/>
+        <source>Held-out loss</source>
+        <translation>留出集损失</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="35"/>
+        <source>Held-out accuracy</source>
+        <translation>留出集准确率</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="38"/>
+        <source>Accuracy (%)</source>
+        <translation>准确率 (%)</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/live/loss_chart.cpp" line="42"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="118"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="143"/>
         <source>Logarithmic Scale</source>
         <translation>对数坐标</translation>
     </message>
@@ -853,7 +868,7 @@
         <location filename="../app/gui/window/main_window.cpp" line="136"/>
         <location filename="../app/gui/window/main_window.cpp" line="142"/>
         <location filename="../app/gui/window/main_window.cpp" line="150"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="263"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="274"/>
         <source>discovery</source>
         <translation>设备发现</translation>
     </message>
@@ -915,7 +930,7 @@
     </message>
     <message>
         <location filename="../app/gui/window/main_window.cpp" line="270"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="121"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="132"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -1261,11 +1276,11 @@
         <location filename="../app/gui/window/main_window_documents.cpp" line="86"/>
         <location filename="../app/gui/window/main_window_documents.cpp" line="99"/>
         <location filename="../app/gui/window/main_window_documents.cpp" line="137"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="79"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="277"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="280"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="301"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="306"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="80"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="288"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="291"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="312"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="317"/>
         <source>console</source>
         <translation>控制台</translation>
     </message>
@@ -1394,178 +1409,184 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>%2 上的 %1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="67"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="68"/>
         <source>%1 (%2/%3)</source>
         <translation>%1 (%2/%3)</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/gui/window/main_window_training.cpp" line="80"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="81"/>
         <source>%n local worker(s) run on this machine.</source>
         <translation>
             <numerusform>本机上运行着 %n 个本地工作节点。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="91"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="102"/>
         <source>Step %1 of %2: loss %3, %4 samples/s</source>
         <translation>第 %1/%2 步：损失 %3，%4 样本/秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="101"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="112"/>
         <source>, %1 steps/s, %2 left</source>
         <translation>，%1 步/秒，剩余 %2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="119"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="138"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="86"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="130"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="149"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="124"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="87"/>
+        <source>Held-out accuracy after step %1: %2 % of %3 samples (loss %4).</source>
+        <translation>第 %1 步后的留出集准确率：%3 个样本中 %2 %（损失 %4）。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/main_window_training.cpp" line="135"/>
         <source>Training reached step %1.</source>
         <translation>训练已到达第 %1 步。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="139"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="150"/>
         <source>The new plan runs from step %1 with the weights carried over.</source>
         <translation>新方案从第 %1 步开始运行，并沿用现有权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="144"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="155"/>
         <source>lost while training, after step %1</source>
         <translation>训练中丢失（第 %1 步之后）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="146"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="157"/>
         <source>%1 lost; training goes on without it.</source>
         <translation>%1 已丢失；训练在没有它的情况下继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="154"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="165"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="168"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="179"/>
         <source>Calibrated from training, another plan is predicted %1 samples/s against the running plan&apos;s %2 (%3x).</source>
         <translation>按训练实测校准后，另一方案预测为 %1 样本/秒，当前运行方案为 %2（%3 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="178"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="189"/>
         <source>The re-plan at step %1 promised %2 samples/s but measures %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测只有 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="183"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="194"/>
         <source>The plan before it measured %1.</source>
         <translation>之前的方案实测为 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="184"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="195"/>
         <source>Go back to the previous plan</source>
         <translation>退回到之前的方案</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="193"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="204"/>
         <source>Training diverged at step %1 (loss %2): stopped, and the workers went back to the weights of step %3. Learning rate %4 is too high.</source>
         <translation>训练在第 %1 步发散（损失 %2）：已停止，工作节点已回到第 %3 步的权重。学习率 %4 过高。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="199"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="210"/>
         <source>Continue at learning rate %1</source>
         <translation>以学习率 %1 继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="203"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="214"/>
         <source>Training diverged at step %1.</source>
         <translation>训练在第 %1 步发散。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="398"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="410"/>
         <source>Export trained model</source>
         <translation>导出训练后的模型</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="400"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="412"/>
         <source>TorchScript files (*.pt)</source>
         <translation>TorchScript 文件 (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="160"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="171"/>
         <source>%1 Re-planning around it (predicted %2x faster).</source>
         <translation>%1 正在绕开它重新规划（预计快 %2 倍）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="162"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="173"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="163"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="173"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="174"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="184"/>
         <source>Re-plan</source>
         <translation>重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="244"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="255"/>
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="245"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="256"/>
         <source>%1 min %2 s</source>
         <translation>%1 分 %2 秒</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="246"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="257"/>
         <source>%1 h %2 min</source>
         <translation>%1 小时 %2 分</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="252"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="263"/>
         <source>%1 answers again. Include it in a re-plan at the next step boundary?</source>
         <translation>%1 重新应答。是否在下一个步边界重新规划时纳入它？</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="253"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="264"/>
         <source>Re-plan with %1</source>
         <translation>纳入 %1 重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="255"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="266"/>
         <source>Training is not running: deploy again to use %1.</source>
         <translation>训练未在运行：请重新部署以使用 %1。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="264"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="275"/>
         <source>Cannot listen for worker beacons on UDP port %1: %2</source>
         <translation>无法在 UDP 端口 %1 上监听工作节点信标：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="277"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="288"/>
         <source>Calls to workers carry the cluster token in %1.</source>
         <translation>对工作节点的调用携带 %1 中的集群令牌。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="281"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="292"/>
         <source>Cannot use the cluster token: %1</source>
         <translation>无法使用集群令牌：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="302"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="313"/>
         <source>Calls to workers use mutual TLS: certificate %1, cluster CA %2.</source>
         <translation>对工作节点的调用使用双向 TLS：证书 %1，集群 CA %2。</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="307"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="318"/>
         <source>Cannot use TLS: %1</source>
         <translation>无法使用 TLS：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/main_window_training.cpp" line="330"/>
-        <location filename="../app/gui/window/main_window_training.cpp" line="349"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="341"/>
+        <location filename="../app/gui/window/main_window_training.cpp" line="360"/>
         <source>Cannot deploy</source>
         <translation>无法部署</translation>
     </message>
@@ -2329,23 +2350,23 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>%1 个本地工作节点已响应。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="335"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="347"/>
         <source>Profiling the model on %1 workers.</source>
         <translation>正在 %1 个工作节点上对模型进行性能剖析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="342"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="354"/>
         <source>Profiled %1.</source>
         <translation>已完成 %1 的性能分析。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="350"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="362"/>
         <source>Deploying the plan to %1 workers.</source>
         <translation>正在将方案部署到 %1 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="357"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="369"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="370"/>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
@@ -2375,166 +2396,166 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>第 %1 步已按训练实测校准：预测 %2 样本/秒（此前为 %3）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="122"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="125"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="124"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="127"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="126"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="129"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="129"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="132"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="130"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="133"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="155"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="158"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="162"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="165"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="169"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="172"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="183"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="186"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="197"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="200"/>
         <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="152"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="155"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
     <message>
         <location filename="../app/gui/live/training_controller.cpp" line="222"/>
         <location filename="../app/gui/live/training_controller.cpp" line="244"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="358"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="404"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="419"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="448"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="560"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="370"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="416"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="572"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
         <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="137"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="177"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="203"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="140"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="180"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="193"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="206"/>
         <location filename="../app/gui/live/training_controller_export.cpp" line="34"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="186"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="189"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="187"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="188"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="191"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="405"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="420"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="422"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="426"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="438"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="441"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="453"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="442"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="454"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="443"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="455"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="449"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="515"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="472"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="527"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="473"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="489"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="517"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="529"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="552"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="564"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="559"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="571"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="561"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="573"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>
@@ -2642,43 +2663,63 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>MNIST（IDX 文件）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="269"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="145"/>
+        <source>never</source>
+        <translation>从不</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="146"/>
+        <source> steps</source>
+        <translation> 步</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="147"/>
+        <source>Measure accuracy on held-out samples this often (a forward pass between steps); a tenth of a data set&apos;s files is then kept out of training.</source>
+        <translation>按此间隔在留出样本上测量准确率（在训练步之间做一次前向计算）；此时数据集文件的十分之一不参与训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="149"/>
+        <source>E&amp;valuate every:</source>
+        <translation>评估间隔(&amp;V)：</translation>
+    </message>
+    <message>
+        <location filename="../app/gui/window/training_panel.cpp" line="281"/>
         <source>Choose the MNIST images file</source>
         <translation>选择 MNIST 图像文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="281"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="293"/>
         <source>The &amp;folder of the five batches…</source>
         <translation>五个批次文件所在的文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="282"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="294"/>
         <source>One &amp;batch file…</source>
         <translation>单个批次文件(&amp;B)…</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="285"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="297"/>
         <source>CIFAR-10 folder (data_batch_1.bin … data_batch_5.bin)</source>
         <translation>CIFAR-10 文件夹（data_batch_1.bin … data_batch_5.bin）</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="287"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="299"/>
         <source>CIFAR-10 batch file</source>
         <translation>CIFAR-10 批次文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="288"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="300"/>
         <source>CIFAR-10 batches (*.bin);;All files (*)</source>
         <translation>CIFAR-10 批次文件 (*.bin);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="268"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="291"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="280"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="303"/>
         <source>MNIST images file</source>
         <translation>MNIST 图像文件</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="292"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="304"/>
         <source>IDX files (*-ubyte *.idx3-ubyte);;All files (*)</source>
         <translation>IDX 文件 (*-ubyte *.idx3-ubyte);;所有文件 (*)</translation>
     </message>
@@ -2689,40 +2730,40 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
     </message>
     <message>
         <location filename="../app/gui/window/training_panel.cpp" line="121"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="259"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="271"/>
         <source>Data folder:</source>
         <translation>数据文件夹：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="260"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="272"/>
         <source>folder with a sub-folder of images per class</source>
         <translation>每个类别一个图像子文件夹</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="261"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="273"/>
         <source>Choose the image folder</source>
         <translation>选择图像文件夹</translation>
     </message>
     <message>
         <location filename="../app/gui/window/training_panel.cpp" line="121"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="263"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="275"/>
         <source>Data file or folder:</source>
         <translation>数据文件或文件夹：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="264"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="276"/>
         <source>batch file, or the folder of data_batch_*.bin</source>
         <translation>批次文件，或 data_batch_*.bin 所在的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="265"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="277"/>
         <source>Choose the CIFAR-10 folder or one batch file</source>
         <translation>选择 CIFAR-10 文件夹或单个批次文件</translation>
     </message>
     <message>
         <location filename="../app/gui/window/training_panel.cpp" line="116"/>
         <location filename="../app/gui/window/training_panel.cpp" line="121"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="267"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="279"/>
         <source>Data file:</source>
         <translation>数据文件：</translation>
     </message>
@@ -2733,7 +2774,7 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
     </message>
     <message>
         <location filename="../app/gui/window/training_panel.cpp" line="97"/>
-        <location filename="../app/gui/window/training_panel.cpp" line="278"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="290"/>
         <source>Image folder (a sub-folder per class)</source>
         <translation>图像文件夹（每类一个子文件夹）</translation>
     </message>
@@ -2779,12 +2820,12 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <translation>随机种子(&amp;E)：</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="142"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="150"/>
         <source>Profile the workers before deploying</source>
         <translation>部署前对工作节点进行性能剖析</translation>
     </message>
     <message>
-        <location filename="../app/gui/window/training_panel.cpp" line="143"/>
+        <location filename="../app/gui/window/training_panel.cpp" line="151"/>
         <source>Each worker times every layer first, so the predicted samples/s use measured speeds.</source>
         <translation>每个工作节点先测量每一层的耗时，使预测的样本/秒基于实测速度。</translation>
     </message>

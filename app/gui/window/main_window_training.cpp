@@ -361,6 +361,7 @@ void MainWindow::deploy() {
       return;
     }
   }
+  controller_->setEvaluation(training_->evalEvery());
   controller_->deploy(plan, session_->model(), cluster, training_->trainingOptions());
 }
 

@@ -139,6 +139,14 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   seed_->setRange(0, 1'000'000);
   seed_->setValue(1);
   form->addRow(tr("S&eed:"), seed_);
+  eval_every_ = new QSpinBox(this);
+  eval_every_->setRange(0, 1'000'000);
+  eval_every_->setValue(10);
+  eval_every_->setSpecialValueText(tr("never"));
+  eval_every_->setSuffix(tr(" steps"));
+  eval_every_->setToolTip(tr("Measure accuracy on held-out samples this often (a forward pass between steps); a "
+                             "tenth of a data set's files is then kept out of training."));
+  form->addRow(tr("E&valuate every:"), eval_every_);
   profile_ = new QCheckBox(tr("Profile the workers before deploying"), this);
   profile_->setToolTip(tr("Each worker times every layer first, so the predicted samples/s use measured speeds."));
   profile_->setChecked(true);
@@ -188,6 +196,8 @@ control::TrainingOptions TrainingPanel::trainingOptions() const {
 
 std::int64_t TrainingPanel::steps() const { return steps_->value(); }
 
+std::int64_t TrainingPanel::evalEvery() const { return eval_every_->value(); }
+
 bool TrainingPanel::profileBeforeDeploy() const { return profile_->isChecked(); }
 
 void TrainingPanel::setPlanner(const QString& name) {
@@ -219,6 +229,7 @@ void TrainingPanel::save() const {
   settings.setValue(QStringLiteral("data_path"), data_path_->text());
   settings.setValue(QStringLiteral("labels_path"), labels_path_->text());
   settings.setValue(QStringLiteral("seed"), seed_->value());
+  settings.setValue(QStringLiteral("evalEvery"), eval_every_->value());
   settings.setValue(QStringLiteral("profile"), profile_->isChecked());
 }
 
@@ -240,6 +251,7 @@ void TrainingPanel::restore() {
   const bool old_default = qFuzzyCompare(lr_->value(), optimizer() == Optimizer::Adam ? 0.001 : 0.02);
   lr_is_default_ = settings.value(QStringLiteral("lrIsDefault"), old_default).toBool();
   steps_->setValue(settings.value(QStringLiteral("steps"), 200).toInt());
+  eval_every_->setValue(settings.value(QStringLiteral("evalEvery"), 10).toInt());
   select(data_, settings.value(QStringLiteral("data"), QStringLiteral("synthetic")));
   data_path_->setText(settings.value(QStringLiteral("data_path")).toString());
   labels_path_->setText(settings.value(QStringLiteral("labels_path")).toString());

@@ -33,6 +33,8 @@ class TrainingPanel : public QWidget {
   /// Learning rate, data set and seed, as the coordinator takes them.
   control::TrainingOptions trainingOptions() const;
   std::int64_t steps() const;
+  /// Steps between evaluations on held-out samples; 0: never.
+  std::int64_t evalEvery() const;
   /// Time every layer on the workers before deploying, so predictions use measured speeds.
   bool profileBeforeDeploy() const;
 
@@ -72,6 +74,7 @@ class TrainingPanel : public QWidget {
   QLineEdit* labels_path_ = nullptr;
   QToolButton* browse_labels_ = nullptr;
   QSpinBox* seed_ = nullptr;
+  QSpinBox* eval_every_ = nullptr;
   QCheckBox* profile_ = nullptr;
 };
 
