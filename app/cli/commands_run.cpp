@@ -7,7 +7,6 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -37,26 +36,6 @@
 namespace stagecraft::cli {
 namespace {
 
-/// A private folder under $TMPDIR, removed with everything in it when this goes.
-class TemporaryFolder {
- public:
-  explicit TemporaryFolder(const std::string& prefix) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw environmentError("cannot make a folder in " + pattern);
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 using Clock = std::chrono::steady_clock;
 
@@ -297,20 +276,8 @@ int runRun(std::span<const std::string> args) {
     settings.checkpoint_dir = parsed.has("checkpoint-dir") ? parsed.value("checkpoint-dir") : parsed.value("resume");
     settings.checkpoint_every = parsed.positiveInt("checkpoint-every");
   }
-  // --export writes the run's last checkpoint into the TorchScript file: without a
-  // --checkpoint-dir, into a temporary one written only at the end.
-  std::optional<TemporaryFolder> export_folder;
-  if (parsed.has("export")) {
-    if (!model.proto().has_script()) {
-      throw Error("--export writes TorchScript models (--model FILE.pt); " + model.name() +
-                  " is not one (its weights are in --checkpoint-dir's checkpoint.pb)");
-    }
-    if (settings.checkpoint_dir.empty()) {
-      export_folder.emplace("stagecraft-export");
-      settings.checkpoint_dir = export_folder->path();
-      settings.checkpoint_every = std::numeric_limits<std::int64_t>::max();
-    }
-  }
+  const std::unique_ptr<TemporaryFolder> export_folder =
+      parsed.has("export") ? prepareExport(model, settings) : nullptr;
   const std::int64_t replan_every = parsed.nonNegativeInt("replan-every");
   control::TrainingRun run(cluster, model, optimizer, training, coordinator_options, settings);
   describeAll(run.coordinator(), clusterUpHint(parsed.value("cluster")) + " (or pass --local)");
@@ -465,9 +432,7 @@ int runRun(std::span<const std::string> args) {
     // undone (the way back is judged against what that plan measured).
     events.on_eval = [&](const control::EvalResult& e) {
       progress.finish();
-      std::cerr << "eval after step " << e.step << ": accuracy " << percent(e.accuracy) << " on " << e.samples
-                << " held-out " << (model.proto().task() == "language_model" ? "tokens" : "samples") << ", loss "
-                << fixed(e.loss, 4) << " (" << fixed(e.ms / 1000.0, 2) << " s)\n";
+      printEvaluation(e, model, std::cerr);
     };
     events.on_promise = [&](const control::PlanPromise& p) {
       if (!p.missed) return;
@@ -557,14 +522,7 @@ int runRun(std::span<const std::string> args) {
   *report.mutable_final_plan() = planToProto(run.plan(), model, run.deployedCluster());
   if (result.diverged) printDivergence(*result.diverged, training.lr, settings.checkpoint_dir, steps, std::cerr);
   const int status = result.diverged ? kExitFailed : kExitOk;
-  for (const control::EvalResult& e : result.evals) {
-    v1::RunEval* out = report.add_evals();
-    out->set_step(e.step);
-    out->set_accuracy(e.accuracy);
-    out->set_loss(e.loss);
-    out->set_samples(e.samples);
-    out->set_ms(e.ms);
-  }
+  for (const control::EvalResult& e : result.evals) *report.add_evals() = evalToProto(e);
   if (parsed.has("export") && !result.diverged) {
     control::exportTorchScript(settings.checkpoint_dir, parsed.value("export"),
                                control::findWorkerBinary(parsed.value("worker-binary"), executablePath()));

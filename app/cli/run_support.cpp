@@ -1,6 +1,9 @@
 #include "run_support.h"
 
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
 #include <cstdio>
 
 #include "control/replan.h"
@@ -207,6 +210,46 @@ void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec
   out << plan.stageCount() << " stages on " << r.devices << " devices, " << plan.microbatches
       << " micro-batches of " << plan.microBatchSize() << "\n";
   printStages(plan, model, cluster, out);
+}
+
+TemporaryFolder::TemporaryFolder(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw environmentError("cannot make a folder in " + pattern);
+  path_ = pattern;
+}
+
+TemporaryFolder::~TemporaryFolder() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::unique_ptr<TemporaryFolder> prepareExport(const ModelSpec& model, control::RunSettings& settings) {
+  if (!model.proto().has_script()) {
+    throw Error("--export writes TorchScript models (--model FILE.pt); " + model.name() +
+                " is not one (its weights are in --checkpoint-dir's checkpoint.pb)");
+  }
+  if (!settings.checkpoint_dir.empty()) return nullptr;
+  auto folder = std::make_unique<TemporaryFolder>("stagecraft-export");
+  settings.checkpoint_dir = folder->path();
+  settings.checkpoint_every = std::numeric_limits<std::int64_t>::max();
+  return folder;
+}
+
+void printEvaluation(const control::EvalResult& e, const ModelSpec& model, std::ostream& out) {
+  out << "eval after step " << e.step << ": accuracy " << percent(e.accuracy) << " on " << e.samples << " held-out "
+      << (model.proto().task() == "language_model" ? "tokens" : "samples") << ", loss " << fixed(e.loss, 4) << " ("
+      << fixed(e.ms / 1000.0, 2) << " s)\n";
+}
+
+v1::RunEval evalToProto(const control::EvalResult& e) {
+  v1::RunEval out;
+  out.set_step(e.step);
+  out.set_accuracy(e.accuracy);
+  out.set_loss(e.loss);
+  out.set_samples(e.samples);
+  out.set_ms(e.ms);
+  return out;
 }
 
 }  // namespace stagecraft::cli

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "planner/planner.h"
 #include "sim/simulator.h"
 #include "stagecraft/v1/plan.pb.h"
+#include "stagecraft/v1/report.pb.h"
 
 namespace stagecraft::cli {
 
@@ -161,5 +163,28 @@ void printDivergence(const control::Divergence& d, double lr, const std::string&
 /// The run goes on after a recovery or a re-plan: how long it took and the plan now.
 void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
                    std::ostream& out);
+
+/// A private folder under $TMPDIR, removed with everything in it when this goes.
+class TemporaryFolder {
+ public:
+  /// Throws an environment error when it cannot be made.
+  explicit TemporaryFolder(const std::string& prefix);
+  ~TemporaryFolder();
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// `run --export`: refuses a model that is not TorchScript; without a --checkpoint-dir,
+/// points `settings` at a temporary one (returned) written only at the end of the run,
+/// which the export reads.
+std::unique_ptr<TemporaryFolder> prepareExport(const ModelSpec& model, control::RunSettings& settings);
+
+/// One evaluation on stderr: "eval after step N: accuracy X% on S held-out samples, loss L (T s)".
+void printEvaluation(const control::EvalResult& e, const ModelSpec& model, std::ostream& out);
+v1::RunEval evalToProto(const control::EvalResult& e);
 
 }  // namespace stagecraft::cli
