@@ -257,3 +257,20 @@ TEST_F(RuntimeTorchScript, ExportIsRefusedForAZooModel) {
 
 }  // namespace
 }  // namespace stagecraft::worker::testing
+
+namespace stagecraft::worker::testing {
+namespace {
+
+TEST_F(RuntimeTorchScript, AStagesEvalModeReachesTheScriptsDropout) {
+  const v1::Model imported = control::importTorchScript(model("dropout.pt"), "16", STAGECRAFT_WORKER);
+  StageModule stage(imported, 0, imported.layers_size(), 1);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::ones({8, 16});
+  stage->eval();  // an evaluation pass: dropout off, the same output every time
+  EXPECT_TRUE(torch::equal(stage->forward(x), stage->forward(x)));
+  stage->train();  // training: dropout draws a new mask each time
+  EXPECT_FALSE(torch::equal(stage->forward(x), stage->forward(x)));
+}
+
+}  // namespace
+}  // namespace stagecraft::worker::testing

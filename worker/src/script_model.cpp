@@ -100,9 +100,24 @@ std::optional<Module> findChild(const Module& root, const std::string& path) {
   return at;
 }
 
-/// An nn::Module tree over `module`'s own tensors (not copies).
-std::shared_ptr<torch::nn::Module> mirror(const Module& module) {
-  auto out = std::make_shared<torch::nn::Module>(typeName(module));
+/// A child's mirror that also switches the script between training and eval mode, so
+/// the stage's train()/eval() reach its dropout and norm layers.
+class ScriptChild : public torch::nn::Module {
+ public:
+  ScriptChild(std::string name, torch::jit::Module script)
+      : torch::nn::Module(std::move(name)), script_(std::move(script)) {}
+  void train(bool on = true) override {
+    torch::nn::Module::train(on);
+    script_.train(on);
+  }
+
+ private:
+  torch::jit::Module script_;  // (inside this class, plain `Module` names the base)
+};
+
+/// An nn::Module tree over `module`'s own tensors (not copies); the root is `root` when given.
+std::shared_ptr<torch::nn::Module> mirror(const Module& module, std::shared_ptr<torch::nn::Module> root = nullptr) {
+  auto out = root ? std::move(root) : std::make_shared<torch::nn::Module>(typeName(module));
   for (const auto& p : module.named_parameters(/*recurse=*/false)) {
     out->register_parameter(p.name, p.value, p.value.requires_grad());
   }
@@ -212,7 +227,8 @@ std::vector<ScriptedLayer> loadScriptedLayers(const std::string& file, const std
     std::optional<Module> child = findChild(root, path);
     if (!child) throw Error(file + ": has no child '" + path + "' (the model was imported from another file)");
     Module module = *child;
-    out.push_back({mirror(module), [module, path](torch::Tensor x) mutable { return runChild(module, x, path); }});
+    out.push_back({mirror(module, std::make_shared<ScriptChild>(typeName(module), module)),
+                   [module, path](torch::Tensor x) mutable { return runChild(module, x, path); }});
   }
   return out;
 }

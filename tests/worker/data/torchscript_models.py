@@ -6,6 +6,7 @@ usage: torchscript_models.py OUTDIR
   mlp.pt            scripted nn.Sequential with a nested Sequential, input 16, 4 classes
   cnn.pt            traced nn.Sequential of convolutions, input 3,8,8, 10 classes
   not_sequential.pt a scripted module that is not an nn.Sequential
+  dropout.pt        scripted nn.Sequential with dropout, input 16, 4 classes
 """
 import sys
 
@@ -31,6 +32,8 @@ def main(out):
         nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
     torch.jit.trace(cnn, torch.randn(2, 3, 8, 8)).save(f"{out}/cnn.pt")
     torch.jit.script(Net()).save(f"{out}/not_sequential.pt")
+    dropout = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 4))
+    torch.jit.script(dropout).save(f"{out}/dropout.pt")
 
 
 if __name__ == "__main__":
