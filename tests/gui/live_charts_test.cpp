@@ -103,6 +103,29 @@ class LiveChartsTest : public QObject {
     QVERIFY(!loss->logScale());
   }
 
+  void heldOutEvaluationsShowOnlyOnceTheyHappen() {
+    LiveCharts charts;
+    gui::LossChart* loss = charts.lossChart();
+    for (int s = 1; s <= 10; ++s) loss->addStep(s, 2.0 - 0.1 * s);
+    // No evaluation yet: no accuracy axis, no empty legend entries.
+    QVERIFY(!loss->yAxis2->visible());
+    QVERIFY(!loss->legend->hasItemWithPlottable(loss->accuracyGraph()));
+    QVERIFY(!loss->legend->hasItemWithPlottable(loss->heldOutLossGraph()));
+    loss->addEvaluation(10, 0.375, 2.5);
+    charts.flushReplots();
+    QVERIFY(loss->yAxis2->visible());
+    QVERIFY(loss->legend->hasItemWithPlottable(loss->accuracyGraph()));
+    QCOMPARE(loss->accuracyGraph()->dataCount(), 1);
+    QCOMPARE(loss->accuracyGraph()->data()->constBegin()->value, 37.5);  // percent on the right axis
+    QVERIFY(loss->yAxis->range().contains(2.5));  // the held-out loss is in view beside training's
+    loss->addEvaluation(20, 0.9, 1.0);
+    QCOMPARE(loss->legend->itemCount(), 4);  // each entry once
+    loss->clear();  // a new run
+    QVERIFY(!loss->yAxis2->visible());
+    QVERIFY(!loss->legend->hasItemWithPlottable(loss->accuracyGraph()));
+    QCOMPARE(loss->heldOutLossGraph()->dataCount(), 0);
+  }
+
   void deviceSamplesUpdateTheBars() {
     LiveCharts charts;
     charts.setDevices(deviceNames(16));

@@ -37,7 +37,12 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   accuracy_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
   ChartStyle::setAxisLabel(yAxis2, tr("Accuracy (%)"));
   yAxis2->setRange(0, 100);
-  yAxis2->setVisible(false);  // until the first evaluation
+  yAxis2->setVisible(false);  // until the first evaluation, as their legend entries
+  held_out_loss_->removeFromLegend();
+  accuracy_->removeFromLegend();
+  // Two entries a row: four in a column would cover the plot and the step axis.
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setWrap(2);
 
   ChartStyle::setAxisLabel(xAxis, tr("Step"));
   ChartStyle::setAxisLabel(yAxis, tr("Loss"));
@@ -68,6 +73,8 @@ void LossChart::addEvaluation(std::int64_t step, double accuracy, double loss) {
   if (std::isfinite(loss)) held_out_loss_->addData(static_cast<double>(step), loss);
   if (std::isfinite(accuracy)) accuracy_->addData(static_cast<double>(step), 100.0 * accuracy);
   yAxis2->setVisible(true);
+  held_out_loss_->addToLegend();  // false, and nothing done, once they are in it
+  accuracy_->addToLegend();
   requestReplot();
 }
 
@@ -77,6 +84,8 @@ void LossChart::clear() {
   held_out_loss_->data()->clear();
   accuracy_->data()->clear();
   yAxis2->setVisible(false);
+  held_out_loss_->removeFromLegend();
+  accuracy_->removeFromLegend();
   if (auto_log_) applyLogScale(false);  // a new run starts linear unless the user chose
   has_ema_ = false;
   ema_ = 0;
