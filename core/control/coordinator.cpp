@@ -511,13 +511,14 @@ Coordinator::Evaluation Coordinator::evaluate(int micro_batches) {
   const int n = memberCount();
   std::vector<v1::EvaluateReply> replies(n);
   std::vector<std::optional<WorkerError>> errors(n);
+  std::once_flag released;  // the first failure stops the others, once: they wait on it otherwise
   parallelFor(n, [&](int m) {
     try {
       // As long as a member may be silent in training, plus the call itself.
       replies[m] = memberClient(m).evaluate(request, options_.silence_limit + options_.call_timeout);
     } catch (const WorkerError& e) {
       errors[m] = e;
-      stopQuietly(e.worker());  // the others wait on it otherwise
+      std::call_once(released, [&] { stopQuietly(e.worker()); });
     }
   });
   // The first failure that is not the others' being stopped for it.
