@@ -8,6 +8,7 @@
 
 #include "control/coordinator.h"
 #include "control/net.h"
+#include "plan/plan.h"
 #include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::testing {
@@ -33,6 +34,21 @@ inline v1::TelemetryEvent iteration(const std::string& job, std::int64_t step, d
   e.mutable_iteration()->set_loss_samples(samples);
   e.mutable_iteration()->set_iteration_ms(ms);
   return e;
+}
+
+/// A hand-made three-stage plan of the 8-layer test model over five devices: groups of
+/// two, one and two members, batch 16 in 4 micro-batches.
+inline Plan hybridPlan() {
+  Plan plan;
+  plan.model = "uniform";
+  plan.cluster = "test";
+  plan.planner = "hand";
+  plan.batch_size = 16;
+  plan.microbatches = 4;  // micro-batches of 4 samples
+  plan.schedule = Schedule::OneFOneB;
+  plan.optimizer = Optimizer::Adam;
+  plan.stages = {{0, 2, {{1, 3}, {0, 1}}}, {2, 5, {{2, 4}}}, {5, 8, {{4, 1}, {3, 3}}}};
+  return plan;
 }
 
 }  // namespace stagecraft::testing
