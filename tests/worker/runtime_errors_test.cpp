@@ -304,5 +304,18 @@ TEST(RuntimeCommandLine, SigtermShutsDownGracefully) {
   EXPECT_EQ(w.process().wait(10s), 0);
 }
 
+TEST(RuntimeCommandLine, AWriteToAClosedConnectionDoesNotEndTheWorker) {
+  // Gloo writes to a group partner with writev: once the partner is SIGKILLed the kernel
+  // answers the next write with SIGPIPE, whose default ends the process. The worker must
+  // take it as the failed write it is and go on serving.
+  WorkerProcess w("survivor");
+  w.process().signal(SIGPIPE);
+  v1::WorkerInfo info;
+  EXPECT_TRUE(w.call(&v1::Worker::Stub::Describe, v1::DescribeRequest(), &info).ok());
+  EXPECT_EQ(info.name(), "survivor");
+  w.process().signal(SIGTERM);
+  EXPECT_EQ(w.process().wait(10s), 0);
+}
+
 }  // namespace
 }  // namespace stagecraft::worker::testing

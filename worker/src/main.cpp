@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
   action.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+  // A write to a connection the other end has closed must fail with EPIPE, not kill the
+  // worker: Gloo writes to its group partners with plain writev, so without this a partner
+  // SIGKILLed mid all-reduce took the survivor down with it (seen as two devices lost).
+  ::signal(SIGPIPE, SIG_IGN);
 
   try {
     WorkerNode node(options);
