@@ -38,20 +38,47 @@ std::optional<BackupChoice> chooseBackups(std::span<const std::pair<int, int>> r
   return choice;
 }
 
-std::optional<ModelWeights> gatherBackups(Coordinator& deployment, std::span<const std::string> live,
-                                          std::int64_t at_most, std::chrono::milliseconds deadline,
-                                          std::string* where) {
+std::optional<std::int64_t> twiceHeldStep(std::span<const std::pair<int, int>> ranges,
+                                          std::span<const std::vector<v1::BackupRef>> held) {
+  if (ranges.empty()) return std::nullopt;
+  // Per stage: step -> the devices holding it.
+  std::vector<std::map<std::int64_t, std::set<int>>> at(ranges.size());
+  for (int d = 0; d < static_cast<int>(held.size()); ++d) {
+    for (const v1::BackupRef& ref : held[d]) {
+      for (std::size_t s = 0; s < ranges.size(); ++s) {
+        if (ref.layer_begin() == ranges[s].first && ref.layer_end() == ranges[s].second) at[s][ref.step()].insert(d);
+      }
+    }
+  }
+  std::optional<std::int64_t> best;
+  for (const auto& [step, devices] : at[0]) {
+    const bool everywhere = std::all_of(at.begin(), at.end(), [&, step = step](const auto& stage) {
+      const auto it = stage.find(step);
+      return it != stage.end() && it->second.size() >= 2;
+    });
+    if (everywhere) best = step;  // ascending: the last one found is the newest
+  }
+  return best;
+}
+
+std::vector<std::pair<int, int>> stageRanges(const Coordinator& deployment) {
   std::vector<std::pair<int, int>> ranges;
   for (const v1::StageAssignment& a : deployment.assignments()) {
     if (a.rank() == 0) ranges.emplace_back(a.layer_begin(), a.layer_end());
   }
+  return ranges;
+}
+
+std::vector<std::vector<v1::BackupRef>> listBackups(Coordinator& deployment, const std::vector<std::string>* live,
+                                                    std::chrono::milliseconds deadline) {
   const Cluster& cluster = deployment.cluster();
   const int n = cluster.size();
   std::vector<std::vector<v1::BackupRef>> held(n);
   std::vector<std::thread> threads;
   for (int d = 0; d < n; ++d) {
     const std::string& name = cluster.device(d).name;
-    if (cluster.device(d).address.empty() || std::find(live.begin(), live.end(), name) == live.end()) continue;
+    if (cluster.device(d).address.empty()) continue;
+    if (live && std::find(live->begin(), live->end(), name) == live->end()) continue;
     threads.emplace_back([&, d] {
       try {
         const v1::BackupList list = deployment.workerClient(d).listBackups(deployment.job(), deadline);
@@ -62,10 +89,18 @@ std::optional<ModelWeights> gatherBackups(Coordinator& deployment, std::span<con
     });
   }
   for (auto& t : threads) t.join();
-  threads.clear();
+  return held;
+}
 
+std::optional<ModelWeights> gatherBackups(Coordinator& deployment, std::span<const std::string> live,
+                                          std::int64_t at_most, std::chrono::milliseconds deadline,
+                                          std::string* where) {
+  const std::vector<std::pair<int, int>> ranges = stageRanges(deployment);
+  const std::vector<std::string> live_names(live.begin(), live.end());
+  const std::vector<std::vector<v1::BackupRef>> held = listBackups(deployment, &live_names, deadline);
   const std::optional<BackupChoice> choice = chooseBackups(ranges, held, at_most);
   if (!choice) return std::nullopt;
+  std::vector<std::thread> threads;
   const int stages = static_cast<int>(choice->stages.size());
   std::vector<v1::StageWeights> states(stages);
   std::vector<std::string> workers(stages);

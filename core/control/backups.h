@@ -33,6 +33,21 @@ struct BackupChoice {
 std::optional<BackupChoice> chooseBackups(std::span<const std::pair<int, int>> ranges,
                                           std::span<const std::vector<v1::BackupRef>> held, std::int64_t at_most);
 
+/// The newest step at which every layer range of `ranges` is held by two different devices
+/// of `held` (a stage's own copy and its neighbour's): a step the run can still replay from
+/// after losing any one device. nullopt when there is none.
+std::optional<std::int64_t> twiceHeldStep(std::span<const std::pair<int, int>> ranges,
+                                          std::span<const std::vector<v1::BackupRef>> held);
+
+/// The layer range of every stage of `deployment` (its rank-0 members' assignments).
+std::vector<std::pair<int, int>> stageRanges(const Coordinator& deployment);
+
+/// What each device of `deployment` holds for its job, asked in parallel (indexed like its
+/// cluster); a device not in `live` (every device when `live` is null), without an address,
+/// or that does not answer within `deadline` holds nothing.
+std::vector<std::vector<v1::BackupRef>> listBackups(Coordinator& deployment, const std::vector<std::string>* live,
+                                                    std::chrono::milliseconds deadline);
+
 /// What `deployment`'s devices named in `live` hold for its job, the newest consistent step
 /// (chooseBackups) fetched and joined. nullopt when there is none, or a device fails while
 /// it is fetched. `where`, when given, says which worker held each stage's state.

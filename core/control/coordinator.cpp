@@ -373,6 +373,8 @@ void Coordinator::start(std::int64_t iterations) {
   v1::StartRequest request;
   request.set_job(job_);
   request.set_iterations(iterations);
+  request.set_keep_backup_step(keep_backup_step_);
+  request.set_ship_backup_step(ship_backup_step_);
   started_at_ = Clock::now();
   try {
     parallelFor(static_cast<int>(member_device_.size()),

@@ -156,6 +156,14 @@ class Coordinator {
   /// Runs until every member finished, `cancel` becomes true (the workers are stopped) or a
   /// worker fails (they are stopped too, and the WorkerError is thrown).
   TrainingResult wait(const TrainingCallbacks& callbacks = {}, const std::atomic<bool>* cancel = nullptr);
+  /// The backup steps sent with every Start from now on (TrainingRun::pinBackups): one
+  /// every stage is known to hold twice, and one the stages ship unskipped (0: none).
+  void setBackupSteps(std::int64_t keep, std::int64_t ship) {
+    keep_backup_step_ = keep;
+    ship_backup_step_ = ship;
+  }
+  std::int64_t keepBackupStep() const { return keep_backup_step_; }
+  std::int64_t shipBackupStep() const { return ship_backup_step_; }
   /// start() then wait().
   TrainingResult train(std::int64_t iterations, const TrainingCallbacks& callbacks = {},
                        const std::atomic<bool>* cancel = nullptr);
@@ -222,6 +230,7 @@ class Coordinator {
   std::deque<StreamItem> queue_;
   std::vector<bool> subscribed_;
   std::chrono::steady_clock::time_point started_at_;
+  std::int64_t keep_backup_step_ = 0, ship_backup_step_ = 0;
 };
 
 }  // namespace stagecraft::control

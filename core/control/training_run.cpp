@@ -504,12 +504,13 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   };
   callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
     if (member >= 0 && member < static_cast<int>(latest_.size())) latest_[member] = r;
+    bool backed_up = false;  // the copy's start, and a wait for it to finish when there was one
     for (const auto& e : r.timeline()) {
       if (e.kind() != "backup") continue;
       backup_copy_ms_ += std::max(0.0, e.end_ms() - e.start_ms());
-      backup_step_ms_ += r.iteration_ms();
-      break;
+      backed_up = true;
     }
+    if (backed_up) backup_step_ms_ += r.iteration_ms();
     if (events.on_iteration) events.on_iteration(member, deployed_->coordinator->memberDevice(member), r);
   };
 
@@ -548,6 +549,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       }
       if (asked) continue;
       const std::int64_t n = segmentSteps(target);
+      pinBackups();
       const auto began = Clock::now();
       const TrainingResult segment = deployed_->coordinator->train(n, callbacks, cancel);
       if (diverged) {

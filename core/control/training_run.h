@@ -271,6 +271,10 @@ class TrainingRun {
   /// The newest state every stage still has on a live device (named in `live`), when newer
   /// than backup_: it becomes backup_. Returns where it came from.
   std::string gatherBackup(std::span<const std::string> live);
+  /// Before a segment: the newest step every stage's workers hold twice (own and a
+  /// neighbour's copy) is pinned on them, so however far the copies on the wire lag there is
+  /// always a step to replay from. Costs a ListBackups to each device.
+  void pinBackups();
   void writeCheckpointNow(RunResult& result);
   std::int64_t segmentSteps(std::int64_t target) const;
   void applySilenceLimits();

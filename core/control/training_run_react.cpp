@@ -1,13 +1,33 @@
 // TrainingRun's reactions to a cluster that changes under it while training: devices that
-// join (elastic runs) and devices that fall behind their plan (stragglers).
+// join (elastic runs), devices that fall behind their plan (stragglers), and the backup
+// step kept for a device that may yet be lost.
 #include <algorithm>
 #include <cmath>
 
+#include "control/backups.h"
 #include "control/training_run.h"
 #include "io/error.h"
 #include "sim/simulator.h"
 
 namespace stagecraft::control {
+
+void TrainingRun::pinBackups() {
+  if (settings_.backup_every <= 0) return;
+  Coordinator& deployment = *deployed_->coordinator;
+  // Between segments, so briefly: a device that does not answer now is the segment's to find.
+  std::vector<std::string> members;  // only they hold the job's states
+  for (int m = 0; m < deployment.memberCount(); ++m) {
+    members.push_back(deployment.cluster().device(deployment.memberDevice(m)).name);
+  }
+  const auto held =
+      listBackups(deployment, &members, std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
+  std::int64_t keep = deployment.keepBackupStep(), ship = deployment.shipBackupStep();
+  if (const auto twice = twiceHeldStep(stageRanges(deployment), held); twice && *twice > keep) keep = *twice;
+  if (ship <= keep) ship = 0;  // it arrived everywhere (or a newer step did)
+  // The next step to ship unskipped: the one every stage has just backed up.
+  if (ship == 0 && step_ > keep && step_ % settings_.backup_every == 0) ship = step_;
+  deployment.setBackupSteps(keep, ship);
+}
 
 std::optional<ReplanRequest> TrainingRun::joinCandidate() {
   // Asked at a step boundary, so briefly: a device that does not answer in half a second

@@ -22,12 +22,11 @@ struct Transfer {
 /// order; this lists which overlaps move between the groups of stages `from` and `to`.
 std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to);
 
-/// The backups a worker keeps (stagecraft-worker's BackupStore): the last kOwnBackups states
-/// of its own stage (the stages of a pipeline stop at most a step apart, and a neighbour's
-/// copy may lag a step behind its sender, so three cover every case), and the last
-/// kHeldBackups of the stage that sends it its backups.
+/// The backups a worker keeps (stagecraft-worker's BackupStore): kOwnBackups states of its
+/// own stage and kHeldBackups of the stage that sends it its backups: the newest, and the
+/// two steps the coordinator pins (one every stage is known to hold twice, one on its way).
 constexpr int kOwnBackups = 3;
-constexpr int kHeldBackups = 2;
+constexpr int kHeldBackups = 3;
 
 /// How long things take and how much memory they need, for one model on one cluster.
 /// Compute time is FLOPs / effective speed, or a measured per-layer profile when one is

@@ -60,4 +60,21 @@ TEST(ChooseBackups, NoStepCommonToEveryStageIsNoChoice) {
 }
 
 }  // namespace
+TEST(TwiceHeldStep, IsTheNewestStepEveryStageHasOnTwoDevices) {
+  // Own copies are at 5..7; the neighbours' copies lag: stage 1's reached 5 only.
+  std::vector<std::vector<v1::BackupRef>> held(3);
+  held[0] = {ref(0, 3, 7), ref(0, 3, 6), ref(0, 3, 5), ref(6, 8, 7, "d2"), ref(6, 8, 5, "d2")};
+  held[1] = {ref(3, 6, 7), ref(3, 6, 6), ref(3, 6, 5), ref(0, 3, 7, "d0"), ref(0, 3, 5, "d0")};
+  held[2] = {ref(6, 8, 7), ref(6, 8, 6), ref(6, 8, 5), ref(3, 6, 5, "d1"), ref(3, 6, 4, "d1")};
+  EXPECT_EQ(twiceHeldStep(kStages, held), 5);
+  // Once stage 1's copy of step 7 arrives, 7 is held twice everywhere.
+  held[2].push_back(ref(3, 6, 7, "d1"));
+  EXPECT_EQ(twiceHeldStep(kStages, held), 7);
+  // What a single device holds, even twice listed, is not a second place.
+  std::vector<std::vector<v1::BackupRef>> one(1);
+  for (const auto& [begin, end] : kStages) one[0].insert(one[0].end(), {ref(begin, end, 3), ref(begin, end, 3, "x")});
+  EXPECT_FALSE(twiceHeldStep(kStages, one));
+  EXPECT_FALSE(twiceHeldStep({}, held));
+}
+
 }  // namespace stagecraft::control

@@ -128,6 +128,27 @@ TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {
   EXPECT_EQ(r.backup, "checkpoint or deployment");
   EXPECT_EQ(fakes.servers[0]->worker().backupsHeld(), 0);
   EXPECT_EQ(static_cast<std::int64_t>(seen.size()), 12 + r.replayed_steps);
+  for (std::int64_t kept : fakes.servers[0]->worker().keptBackupSteps()) EXPECT_EQ(kept, 0);
+}
+
+TEST(TrainingRun, EverySegmentStartsWithTheNewestStepEveryStageHoldsTwiceKept) {
+  // The fakes ship each step's state before the step ends, so by a segment's start every
+  // stage's state of the step reached is on its own worker and on its neighbour.
+  Fakes fakes(2);
+  RunSettings settings = quickSettings();
+  settings.backup_every = 1;
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, TrainingOptions{},
+                  stagecraft::testing::quickOptions(), settings);
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  ASSERT_EQ(run.train(12, {}).steps.size(), 12u);
+  const std::vector<std::int64_t> kept = fakes.servers[0]->worker().keptBackupSteps();
+  EXPECT_EQ(fakes.servers[1]->worker().keptBackupSteps(), kept);  // one step named to all
+  ASSERT_GE(kept.size(), 3u);
+  EXPECT_EQ(kept[0], 0);  // nothing is held before the first segment
+  for (std::size_t i = 1; i < kept.size(); ++i) {
+    EXPECT_GT(kept[i], kept[i - 1]) << "segment " << i;  // each segment moved the run on
+    EXPECT_LT(kept[i], 12);
+  }
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {

@@ -144,6 +144,7 @@ grpc::Status FakeWorker::Start(grpc::ServerContext* context, const v1::StartRequ
   stopping_ = false;
   training_ = true;
   ++starts_;
+  kept_backup_steps_.push_back(request->keep_backup_step());
   // Each Start goes on from the step the last one reached, as a worker does.
   const std::int64_t first = step_ + 1;
   trainer_ = std::thread([this, first, last = step_ + request->iterations()] { train(first, last); });
@@ -425,6 +426,11 @@ std::optional<v1::StageAssignment> FakeWorker::assignment() const {
 int FakeWorker::starts() const {
   std::lock_guard lock(mutex_);
   return starts_;
+}
+
+std::vector<std::int64_t> FakeWorker::keptBackupSteps() const {
+  std::lock_guard lock(mutex_);
+  return kept_backup_steps_;
 }
 
 int FakeWorker::stops() const {

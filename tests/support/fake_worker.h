@@ -83,6 +83,8 @@ class FakeWorker final : public v1::Worker::Service {
 
   std::optional<v1::StageAssignment> assignment() const;
   int starts() const;
+  /// The keep_backup_step of every Start taken, in order.
+  std::vector<std::int64_t> keptBackupSteps() const;
   int stops() const;
   int profiles() const;
   int weightRequests() const;
@@ -112,6 +114,7 @@ class FakeWorker final : public v1::Worker::Service {
   bool shutdown_ = false;
   bool close_streams_ = false;
   int starts_ = 0;
+  std::vector<std::int64_t> kept_backup_steps_;
   int stops_ = 0;
   int profiles_ = 0;
   int weight_requests_ = 0;

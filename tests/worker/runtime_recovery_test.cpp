@@ -237,6 +237,52 @@ TEST(RuntimeRecoveryStall, AWorkerStoppedLongerThanTheStallLimitIsLeftBehind) {
   }
 }
 
+TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
+  // The middle stage's worker sends over an emulated 40 Mbit/s link: its ~6 MB state (a
+  // 512-wide MLP's three layers and their momentum) takes over a second to reach its
+  // neighbour, several steps, so the neighbour's copies lag its own. The step the
+  // coordinator pins keeps a step every stage has, however far behind.
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  for (const char* name : {"w0", "w1", "w2", "w3"}) {
+    std::vector<std::string> flags;
+    if (std::string(name) == "w1") flags = {"--bandwidth-mbps", "40"};
+    workers.push_back(std::make_unique<WorkerProcess>(name, flags, false));
+  }
+  for (auto& w : workers) w->waitReady();
+  const v1::Model model = mlpOfWidth(512);
+  control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(model), Optimizer::Sgd, trainingOptions(),
+                           patientOptions(), control::RunSettings{});
+  run.deploy(planOf({Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, model.name()));
+  constexpr std::int64_t kLagSteps = 24;
+  std::int64_t pinned_at_kill = 0;
+  control::RunEvents events;
+  events.on_step = [&](const control::StepResult& s) {
+    // Once a step is pinned, and the stages' own copies have moved past it.
+    const std::int64_t pinned = run.deployment().keepBackupStep();
+    if (pinned_at_kill == 0 && pinned > 0 && s.step >= pinned + 4 && s.step < kLagSteps - 2) {
+      pinned_at_kill = pinned;
+      workers[1]->process().signal(SIGKILL);
+      workers[1]->process().wait(std::chrono::seconds(10));
+    }
+  };
+  const control::RunResult result = run.train(kLagSteps, events);
+  ASSERT_GT(pinned_at_kill, 0) << "no step was pinned before the run ended";
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const control::Recovery& r = result.recoveries.front();
+  std::printf("pinned step %lld, w1 killed after step %lld, replayed %lld steps from step %lld (%s)\n",
+              static_cast<long long>(pinned_at_kill), static_cast<long long>(r.failed_after),
+              static_cast<long long>(r.replayed_steps), static_cast<long long>(r.step), r.backup.c_str());
+  EXPECT_EQ(r.device, "w1");
+  EXPECT_NE(r.backup, "checkpoint or deployment");
+  EXPECT_GE(r.step, pinned_at_kill);
+  EXPECT_NE(r.backup.find("(a copy from w1)"), std::string::npos) << r.backup;
+  const Reference expected = reference(kLagSteps, model);
+  ASSERT_EQ(result.steps.size(), static_cast<size_t>(kLagSteps));
+  for (std::int64_t i = 0; i < kLagSteps; ++i) {
+    EXPECT_NEAR(result.steps[i].loss, expected.losses[i], 1e-4 * std::abs(expected.losses[i])) << "step " << i + 1;
+  }
+}
+
 // Three stages over w0..w2 with w3 spare, or a group of two in the middle.
 INSTANTIATE_TEST_SUITE_P(
     Roles, RuntimeRecovery,

@@ -392,19 +392,22 @@ inline std::vector<v1::StageAssignment> assignPipeline(const v1::StageAssignment
 
 /// The zoo's mlp (fc1..fc8 with ReLU) at width 128 instead of 2048: the same structure,
 /// a megabyte of weights instead of a hundred, so moving them takes no time.
-inline v1::Model smallMlp() {
+/// The zoo's mlp with every hidden layer `width` wide (the input stays 1024 features).
+inline v1::Model mlpOfWidth(int width) {
   v1::Model m = zooModel("mlp");
-  m.set_name("mlp-128");
+  m.set_name("mlp-" + std::to_string(width));
   for (int i = 0; i < m.layers_size(); ++i) {
     auto* layer = m.mutable_layers(i);
-    if (i + 1 < m.layers_size()) layer->set_out_features(128);
+    if (i + 1 < m.layers_size()) layer->set_out_features(width);
     if (i > 0) {
       layer->clear_input_shape();
-      layer->add_input_shape(128);
+      layer->add_input_shape(width);
     }
   }
   return m;
 }
+
+inline v1::Model smallMlp() { return mlpOfWidth(128); }
 
 /// Cluster `name` of one device per worker, named after it, at its address (edge, 10
 /// GFLOP/s, 4 GiB, 1 Gbit/s).

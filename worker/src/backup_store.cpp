@@ -21,12 +21,27 @@ v1::BackupRef refOf(const v1::StageWeights& state, const std::string& held_for) 
   return ref;
 }
 
-/// Appends `state` to `states`, replacing one of the same step, and keeps the newest `limit`.
-void push(std::deque<StateCopy>& states, StateCopy state, std::size_t limit) {
+using Pinned = std::pair<std::int64_t, std::int64_t>;  // steps to keep (0: none)
+
+/// Drops the oldest states beyond `limit`, never those of the `pinned` steps, so they and
+/// the newest others stay: the memory the cost model counts.
+void prune(std::deque<StateCopy>& states, std::size_t limit, Pinned pinned) {
+  const auto unpinned = [&](const StateCopy& s) {
+    return s->step() <= 0 || (s->step() != pinned.first && s->step() != pinned.second);
+  };
+  while (states.size() > limit) {
+    const auto oldest = std::find_if(states.begin(), states.end(), unpinned);
+    if (oldest == states.end()) break;
+    states.erase(oldest);
+  }
+}
+
+/// Appends `state` to `states`, replacing one of the same step, and prunes to `limit`.
+void push(std::deque<StateCopy>& states, StateCopy state, std::size_t limit, Pinned pinned) {
   std::erase_if(states, [&](const StateCopy& s) { return s->step() == state->step(); });
   states.push_back(std::move(state));
   std::sort(states.begin(), states.end(), [](const StateCopy& a, const StateCopy& b) { return a->step() < b->step(); });
-  while (states.size() > limit) states.pop_front();
+  prune(states, limit, pinned);
 }
 
 }  // namespace
@@ -35,7 +50,7 @@ void BackupStore::keep(StateCopy state) {
   std::lock_guard lock(mutex_);
   const Key key{state->job(), state->layer_begin(), state->layer_end()};
   std::erase_if(own_, [&](const auto& entry) { return std::get<0>(entry.first) != std::get<0>(key); });
-  push(own_[key], std::move(state), kOwnCopies);
+  push(own_[key], std::move(state), kOwnCopies, pinnedFor(std::get<0>(key)));
 }
 
 void BackupStore::hold(StateCopy state, const std::string& sender) {
@@ -48,7 +63,7 @@ void BackupStore::hold(StateCopy state, const std::string& sender) {
   const Key key{state->job(), state->layer_begin(), state->layer_end()};
   Held& held = held_[key];
   held.sender = sender;
-  push(held.states, std::move(state), kHeldCopies);
+  push(held.states, std::move(state), kHeldCopies, pinnedFor(std::get<0>(key)));
 }
 
 std::vector<v1::BackupRef> BackupStore::list(const std::string& job) const {
@@ -81,6 +96,33 @@ StateCopy BackupStore::find(const v1::BackupRef& ref) const {
   return nullptr;
 }
 
+void BackupStore::pin(const std::string& job, std::int64_t keep, std::int64_t ship) {
+  std::lock_guard lock(mutex_);
+  pinned_job_ = job;  // the steps pinned before are ordinary copies now, pruned in turn
+  keep_step_ = keep;
+  ship_step_ = ship;
+}
+
+bool BackupStore::mustShip(const std::string& job, std::int64_t step) const {
+  std::lock_guard lock(mutex_);
+  return step > 0 && job == pinned_job_ && step == ship_step_;
+}
+
+StateCopy BackupStore::own(const std::string& job, std::int64_t step) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, states] : own_) {
+    if (std::get<0>(key) != job) continue;
+    for (const auto& s : states) {
+      if (s->step() == step) return s;
+    }
+  }
+  return nullptr;
+}
+
+std::pair<std::int64_t, std::int64_t> BackupStore::pinnedFor(const std::string& job) const {
+  return job == pinned_job_ ? std::pair{keep_step_, ship_step_} : std::pair<std::int64_t, std::int64_t>{0, 0};
+}
+
 void BackupStore::keepOnly(const std::string& job) {
   std::lock_guard lock(mutex_);
   std::erase_if(own_, [&](const auto& entry) { return std::get<0>(entry.first) != job; });
@@ -102,11 +144,19 @@ BackupSender::~BackupSender() {
   thread_.join();
 }
 
-void BackupSender::offer(StateCopy state, const std::string& address) {
+void BackupSender::offer(StateCopy state, const std::string& address, bool must_arrive) {
   {
     std::lock_guard lock(mutex_);
-    pending_ = std::move(state);
-    pending_address_ = address;
+    if (must_arrive) {
+      const std::pair<std::string, std::int64_t> which{state->job(), state->step()};
+      const bool sent = in_flight_ == which || std::find(delivered_.begin(), delivered_.end(), which) != delivered_.end();
+      if (sent || (pending_must_ && pending_must_->job() == which.first && pending_must_->step() == which.second)) return;
+      pending_must_ = std::move(state);
+      pending_must_address_ = address;
+    } else {
+      pending_ = std::move(state);
+      pending_address_ = address;
+    }
   }
   changed_.notify_all();
 }
@@ -119,11 +169,20 @@ void BackupSender::run() {
     std::string address;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return closing_ || pending_; });
+      changed_.wait(lock, [&] { return closing_ || pending_ || pending_must_; });
       if (closing_) return;
-      state = std::move(pending_);
-      pending_.reset();
-      address = pending_address_;
+      if (pending_must_) {
+        state = std::move(pending_must_);
+        pending_must_.reset();
+        address = pending_must_address_;
+      } else {
+        state = std::move(pending_);
+        pending_.reset();
+        address = pending_address_;
+      }
+      // The newer state waiting behind one that must arrive is of no use once it is older.
+      if (pending_ && pending_->job() == state->job() && pending_->step() <= state->step()) pending_.reset();
+      in_flight_ = {state->job(), state->step()};
     }
     if (link_ && link_->paced()) {
       // A megabyte at a time, so activations queued meanwhile go between the pieces
@@ -149,6 +208,14 @@ void BackupSender::run() {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::StoreBackupReply reply;
     const grpc::Status status = stub->StoreBackup(&context, *state, &reply);
+    {
+      std::lock_guard lock(mutex_);
+      in_flight_ = {};
+      if (status.ok()) {
+        delivered_.emplace_back(state->job(), state->step());
+        while (delivered_.size() > 8) delivered_.pop_front();
+      }
+    }
     const bool first_failure = !status.ok() && !failing_;
     failing_ = !status.ok();
     if (first_failure && on_failure_) {

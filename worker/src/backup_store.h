@@ -42,9 +42,20 @@ class BackupStore {
   StateCopy find(const v1::BackupRef& ref) const;
   /// Forgets every state of a job other than `job` (a new deployment).
   void keepOnly(const std::string& job);
+  /// Keeps `job`'s states of steps `keep` and `ship` (0: none), own and held, among the
+  /// newest few until other steps are pinned: the coordinator names a step every stage is
+  /// known to hold twice and one on its way, so copies that lag on the wire cannot leave the
+  /// stages without a common step (StartRequest).
+  void pin(const std::string& job, std::int64_t keep, std::int64_t ship);
+  /// Whether this worker's state of `step` must be shipped to its neighbour unskipped.
+  bool mustShip(const std::string& job, std::int64_t step) const;
+  /// This worker's own state of `job` at `step`; null when not kept.
+  StateCopy own(const std::string& job, std::int64_t step) const;
 
  private:
   using Key = std::tuple<std::string, int, int>;  // job, layer_begin, layer_end
+  /// The steps pinned for `job` (0: none), with mutex_ held.
+  std::pair<std::int64_t, std::int64_t> pinnedFor(const std::string& job) const;
   struct Held {
     std::string sender;
     std::deque<StateCopy> states;  // oldest first
@@ -52,11 +63,14 @@ class BackupStore {
   mutable std::mutex mutex_;
   std::map<Key, std::deque<StateCopy>> own_;
   std::map<Key, Held> held_;
+  std::string pinned_job_;
+  std::int64_t keep_step_ = 0, ship_step_ = 0;
 };
 
 /// Ships the newest state it is offered to a worker's StoreBackup on its own thread: a
 /// state offered while another is on the wire replaces the one waiting, so a slow link
-/// skips steps instead of queueing them or holding up training.
+/// skips steps instead of queueing them or holding up training. A state that must arrive
+/// (the step the coordinator asks to be shipped) is never replaced: it goes first, once.
 class LinkPacer;
 
 class BackupSender {
@@ -70,7 +84,7 @@ class BackupSender {
   BackupSender(const BackupSender&) = delete;
   BackupSender& operator=(const BackupSender&) = delete;
 
-  void offer(StateCopy state, const std::string& address);
+  void offer(StateCopy state, const std::string& address, bool must_arrive = false);
 
  private:
   void run();
@@ -83,6 +97,10 @@ class BackupSender {
   std::condition_variable changed_;
   StateCopy pending_;
   std::string pending_address_;
+  StateCopy pending_must_;  // goes before pending_
+  std::string pending_must_address_;
+  std::pair<std::string, std::int64_t> in_flight_;  // job and step on the wire
+  std::deque<std::pair<std::string, std::int64_t>> delivered_;  // the last few, oldest first
   bool closing_ = false;
   bool failing_ = false;  // the last send failed (reported once until one succeeds)
   std::thread thread_;

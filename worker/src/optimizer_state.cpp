@@ -23,20 +23,27 @@ std::string shapeOf(c10::IntArrayRef shape) {
 
 bool isOptimizerStateName(const std::string& name) { return name.find('#') != std::string::npos; }
 
-std::vector<v1::Tensor> optimizerState(torch::optim::Optimizer& optimizer, StageModule& module) {
-  std::vector<v1::Tensor> out;
+std::vector<std::pair<std::string, torch::Tensor>> optimizerStateTensors(torch::optim::Optimizer& optimizer,
+                                                                         StageModule& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
   auto& state = optimizer.state();
   for (const auto& p : module->named_parameters()) {
     const auto it = state.find(keyOf(p.value()));
     if (it == state.end()) continue;  // no step taken yet
     if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
-      if (sgd->momentum_buffer().defined()) out.push_back(toProto(sgd->momentum_buffer(), p.key() + "#momentum_buffer"));
+      if (sgd->momentum_buffer().defined()) out.emplace_back(p.key() + "#momentum_buffer", sgd->momentum_buffer());
     } else if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(it->second.get())) {
-      out.push_back(toProto(torch::tensor(adam->step(), torch::kInt64), p.key() + "#step"));
-      out.push_back(toProto(adam->exp_avg(), p.key() + "#exp_avg"));
-      out.push_back(toProto(adam->exp_avg_sq(), p.key() + "#exp_avg_sq"));
+      out.emplace_back(p.key() + "#step", torch::tensor(adam->step(), torch::kInt64));
+      out.emplace_back(p.key() + "#exp_avg", adam->exp_avg());
+      out.emplace_back(p.key() + "#exp_avg_sq", adam->exp_avg_sq());
     }
   }
+  return out;
+}
+
+std::vector<v1::Tensor> optimizerState(torch::optim::Optimizer& optimizer, StageModule& module) {
+  std::vector<v1::Tensor> out;
+  for (const auto& [name, tensor] : optimizerStateTensors(optimizer, module)) out.push_back(toProto(tensor, name));
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -60,6 +61,10 @@ struct StageRuntime::Impl {
   v1::Member backup_to;
 
   std::size_t non_finite_seen = 0;  // the inbox's count when last told
+
+  // Rank 0: the copy of the last backup step's state, made beside the next step (declared
+  // after what it reads, so it is waited for before they go).
+  std::future<void> backup_copy;
 
   // Per iteration.
   Clock::time_point iteration_start;
@@ -186,14 +191,43 @@ struct StageRuntime::Impl {
   }
 
   /// After a step: on a backup step, the stage's state is kept here and offered to the
-  /// neighbour; only the copy is on the critical path, the sending is not.
+  /// neighbour. Buffers (BatchNorm's running statistics) change in the next forward, so they
+  /// are copied now; the parameters and the optimizer's state change only at the next
+  /// optimizer step, so they are copied beside the next step's forward and backward, off
+  /// the critical path (finishBackupCopy() before anything changes them).
   void backUp() {
     if (backup_every <= 0 || layout.rank != 0 || !env.backups || step % backup_every != 0) return;
     const auto start = Clock::now();
-    auto copy = std::make_shared<const v1::StageWeights>(state(true));
-    env.backups->keep(copy);
-    if (env.backup_sender && !backup_to.address().empty()) env.backup_sender->offer(std::move(copy), backup_to.address());
+    finishBackupCopy();
+    auto copy = std::make_shared<v1::StageWeights>();
+    copy->set_layer_begin(layout.layer_begin);
+    copy->set_layer_end(layout.layer_end);
+    copy->set_step(step);
+    copy->set_job(layout.job);
+    std::vector<std::pair<std::string, torch::Tensor>> later;
+    for (const auto& p : module->named_parameters()) later.emplace_back(p.key(), p.value());
+    for (const auto& b : module->named_buffers()) *copy->add_tensors() = toProto(b.value(), b.key());
+    for (auto& t : optimizerStateTensors(*optimizer, module)) later.push_back(std::move(t));
+    backup_copy = std::async(std::launch::async, [this, copy, later = std::move(later)] {
+      for (const auto& [name, tensor] : later) *copy->add_tensors() = toProto(tensor, name);
+      StateCopy done = copy;
+      env.backups->keep(done);
+      if (env.backup_sender && !backup_to.address().empty()) {
+        const bool must = env.backups->mustShip(done->job(), done->step());
+        env.backup_sender->offer(std::move(done), backup_to.address(), must);
+      }
+    });
     event(-1, "backup", backup_to.name(), start, Clock::now());
+  }
+
+  /// Waits for the copy backUp() started (the step it was of is over only once it is made);
+  /// its failure is this step's.
+  void finishBackupCopy() {
+    if (!backup_copy.valid()) return;
+    const auto start = Clock::now();
+    const bool waits = backup_copy.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+    backup_copy.get();
+    if (waits) event(-1, "backup", backup_to.name(), start, Clock::now());
   }
 
   void allReduceGradients() {
@@ -286,6 +320,7 @@ struct StageRuntime::Impl {
     // Everything of this step reached the peers before the weights move on, so a stop
     // never leaves this stage a step ahead of its neighbours.
     outbox.flush(env.peer_timeout);
+    finishBackupCopy();  // it reads what the update changes
     const auto update_start = Clock::now();
     optimizer->step();
     emulateSlowdown(update_start);
@@ -420,9 +455,15 @@ v1::StageWeights StageRuntime::weights(bool optimizer_state) {
   return impl_->state(optimizer_state);
 }
 
+std::string StageRuntime::backupAddress() const {
+  const Impl& d = *impl_;
+  return d.backup_every > 0 && d.layout.rank == 0 ? d.backup_to.address() : std::string();
+}
+
 void StageRuntime::setWeights(const v1::StageWeights& weights) {
   Impl& d = *impl_;
   std::lock_guard lock(d.module_mutex);
+  d.finishBackupCopy();
   v1::StageWeights module_weights = weights;
   module_weights.clear_tensors();
   std::vector<const v1::Tensor*> optimizer_state;

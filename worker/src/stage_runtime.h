@@ -69,6 +69,9 @@ class StageRuntime {
   /// state tensors (afresh without any), and moves to the weights' step. Throws
   /// stagecraft::Error, changing nothing, when they do not match the stage.
   void setWeights(const v1::StageWeights& weights);
+  /// Where this member ships its stage's backups (the assignment's backup_to); empty when
+  /// it takes none (not rank 0, or backup_every 0).
+  std::string backupAddress() const;
 
  private:
   struct Impl;

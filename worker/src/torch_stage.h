@@ -99,6 +99,10 @@ bool isOptimizerStateName(const std::string& name);
 /// "#momentum_buffer", Adam's "#step" (int64 scalar), "#exp_avg" and "#exp_avg_sq".
 /// Parameters without state yet (no step taken) have none.
 std::vector<v1::Tensor> optimizerState(torch::optim::Optimizer& optimizer, StageModule& module);
+/// The same state as the optimizer's own tensors (not copies), with those names: what only
+/// the optimizer's step changes.
+std::vector<std::pair<std::string, torch::Tensor>> optimizerStateTensors(torch::optim::Optimizer& optimizer,
+                                                                         StageModule& module);
 /// Replaces the optimizer's whole state by `tensors` (as optimizerState names them;
 /// parameters not named start afresh). Throws stagecraft::Error, changing nothing, for a
 /// parameter the stage lacks, a state of the other optimizer kind or a wrong shape.

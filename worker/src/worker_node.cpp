@@ -324,6 +324,13 @@ void WorkerNode::start(const v1::StartRequest& request) {
     }
   }
   joinTrainer();  // the last run's thread, already done
+  // The steps the coordinator pins; the one to ship goes out now if it is already kept
+  // here (otherwise its copy, still being made, ships it when done).
+  const std::string& job = runtime->layout().job;
+  backups_.pin(job, request.keep_backup_step(), request.ship_backup_step());
+  if (const std::string to = runtime->backupAddress(); !to.empty() && request.ship_backup_step() > 0) {
+    if (StateCopy state = backups_.own(job, request.ship_backup_step())) backup_sender_.offer(std::move(state), to, true);
+  }
   std::lock_guard lock(mutex_);
   runtime->arm();
   state_ = State::Training;
