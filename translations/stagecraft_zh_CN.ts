@@ -817,7 +817,7 @@
     </message>
     <message>
         <location filename="../app/gui/live/loss_chart.cpp" line="22"/>
-        <location filename="../app/gui/live/loss_chart.cpp" line="43"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="48"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
@@ -842,12 +842,12 @@
         <translation>准确率 (%)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="42"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="47"/>
         <source>Step</source>
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/loss_chart.cpp" line="143"/>
+        <location filename="../app/gui/live/loss_chart.cpp" line="152"/>
         <source>Logarithmic Scale</source>
         <translation>对数坐标</translation>
     </message>
@@ -2370,83 +2370,90 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <source>Deployed job %1 to %2 workers.</source>
         <translation>已将作业 %1 部署到 %2 个工作节点。</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../app/gui/live/training_controller.cpp" line="403"/>
+        <source>%n telemetry report(s) dropped because the console fell behind, so the charts have gaps (%1 by the workers, %2 here).</source>
+        <translation>
+            <numerusform>控制台处理不及，丢弃了 %n 条遥测报告，图表因此有空缺（工作节点丢弃 %1 条，本机丢弃 %2 条）。</numerusform>
+        </translation>
+    </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="31"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="32"/>
         <source>Job %1 deployed: stage %2 of %3, layers %4–%5, rank %6 of %7, %8 samples per micro-batch.</source>
         <translation>作业 %1 已部署：阶段 %2 / %3，层 %4–%5，秩 %6 / %7，每微批次 %8 个样本。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="36"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="37"/>
         <source>No coordinator for %1 s: job %2 stopped at step %3 (its lease ran out); ready for a new deployment.</source>
         <translation>%1 秒内没有协调器：作业 %2 已在第 %3 步停止（租约到期）；可以接受新的部署。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="40"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="41"/>
         <source>Stopped at step %1.</source>
         <translation>已在第 %1 步停止。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="58"/>
         <source>Calibration from training skipped: %1</source>
         <translation>已跳过按训练实测的校准：%1</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="68"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="69"/>
         <source>Calibrated from training at step %1: predicted %2 samples/s (was %3).</source>
         <translation>第 %1 步已按训练实测校准：预测 %2 样本/秒（此前为 %3）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="125"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="126"/>
         <source>its group&apos;s other members take its samples</source>
         <translation>其组内其他成员接管它的样本</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="127"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="128"/>
         <source>it answers again; the same plan goes on</source>
         <translation>它已恢复响应；沿用同一计划继续</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="129"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="130"/>
         <source>re-planning over the devices left (%1)</source>
         <translation>正在对剩余设备（%1 台）重新规划</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="132"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="133"/>
         <source>%1 stopped answering after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后停止响应：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="133"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="134"/>
         <source>%1 was lost after step %2: %3, from step %4. Cause: %5</source>
         <translation>%1 在第 %2 步之后丢失：%3，从第 %4 步继续。原因：%5</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="158"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="159"/>
         <source>%1 joined: re-planned in %2 s, %3 stages on %4 workers.</source>
         <translation>%1 已加入：用时 %2 秒重新规划，%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="165"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="166"/>
         <source>Re-planned around %1 in %2 s: %3 stages on %4 workers.</source>
         <translation>已绕开 %1 重新规划，用时 %2 秒：%3 个阶段，%4 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="172"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="173"/>
         <source>Training goes on without %1 after %2 s: %3 stages on %4 workers; steps replayed: %5.</source>
         <translation>%2 秒后训练在没有 %1 的情况下继续：%3 个阶段，%4 个工作节点；重放步数：%5。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="186"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="187"/>
         <source>%1 takes %2x as long as the plan expects, next to the other devices.</source>
         <translation>与其他设备相比，%1 的计算用时是计划预期的 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="200"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="201"/>
         <source>The re-plan at step %1 promised %2 samples/s and measured %3 (%4 % of it).</source>
         <translation>第 %1 步的重新规划承诺 %2 样本/秒，实测 %3（为承诺的 %4 %）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="155"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="156"/>
         <source>Re-planned in %1 s: %2 stages on %3 workers.</source>
         <translation>重新规划用时 %1 秒：%2 个阶段，%3 个工作节点。</translation>
     </message>
@@ -2454,108 +2461,109 @@ T for token sequences (when the first layer is an nn.Embedding).</source>
         <location filename="../app/gui/live/training_controller.cpp" line="222"/>
         <location filename="../app/gui/live/training_controller.cpp" line="244"/>
         <location filename="../app/gui/live/training_controller.cpp" line="370"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="416"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="572"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="57"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="67"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="140"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="180"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="193"/>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="206"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="402"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="415"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="430"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="459"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="571"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="58"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="68"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="141"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="181"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="194"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="207"/>
         <location filename="../app/gui/live/training_controller_export.cpp" line="34"/>
         <source>coordinator</source>
         <translation>协调器</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="189"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
         <source>%1 Re-planning, predicted %2x faster.</source>
         <translation>%1 正在重新规划，预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="190"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="191"/>
         <source>%1 A re-plan is predicted %2x faster.</source>
         <translation>%1 重新规划预计快 %2 倍。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller_events.cpp" line="191"/>
+        <location filename="../app/gui/live/training_controller_events.cpp" line="192"/>
         <source>%1 No other plan is predicted to be faster.</source>
         <translation>%1 没有预计更快的其他计划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="417"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="416"/>
         <source>Training was cancelled after step %1; deploy again to continue.</source>
         <translation>训练在第 %1 步后被取消；请重新部署以继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="432"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="431"/>
         <source>Training diverged at step %1 (%2): stopped; the workers went back to the weights of step %3.</source>
         <translation>训练在第 %1 步发散（%2）：已停止；工作节点已回到第 %3 步的权重。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="434"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="433"/>
         <source>the loss %1 is %2x its running level %3</source>
         <translation>损失 %1 是其滚动水平 %3 的 %2 倍</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="438"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="437"/>
         <source>the loss is not finite</source>
         <translation>损失不是有限值</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="453"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="452"/>
         <source>Deploy a plan before training.</source>
         <translation>请先部署计划再训练。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="454"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="453"/>
         <source>Cannot change the learning rate while %1.</source>
         <translation>%1时无法更改学习率。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="455"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="454"/>
         <source>The learning rate must be positive.</source>
         <translation>学习率必须为正数。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="461"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="460"/>
         <source>Training goes on at learning rate %1 from step %2.</source>
         <translation>训练以学习率 %1 从第 %2 步继续。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="472"/>
-        <location filename="../app/gui/live/training_controller.cpp" line="527"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="471"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="526"/>
         <source>Deploy a plan before re-planning.</source>
         <translation>请先部署方案，再重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="473"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="472"/>
         <source>A re-plan is already being computed.</source>
         <translation>正在计算重新规划，请稍候。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="501"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="500"/>
         <source>Planner %1 found no plan that fits the live devices.</source>
         <translation>规划器 %1 找不到适合当前在线设备的方案。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="529"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="528"/>
         <source>Cannot re-plan while %1.</source>
         <translation>当前状态为“%1”，无法重新规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="564"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="563"/>
         <source>Moving the weights at step %1 to %2 workers.</source>
         <translation>正在将第 %1 步的权重迁移到 %2 个工作节点。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="571"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="570"/>
         <source>The new plan runs on %1 workers from step %2.</source>
         <translation>新方案从第 %2 步起在 %1 个工作节点上运行。</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/training_controller.cpp" line="573"/>
+        <location filename="../app/gui/live/training_controller.cpp" line="572"/>
         <source>Re-planned: %1 stages on %2 workers, continuing at step %3.</source>
         <translation>已重新规划：%2 个工作节点上的 %1 个阶段，从第 %3 步继续。</translation>
     </message>

@@ -500,6 +500,7 @@ int runRun(std::span<const std::string> args) {
   }
   report.set_backup_ms(result.backup_ms);
   report.set_backup_share(result.backup_share);
+  report.set_telemetry_dropped(result.telemetry_dropped);
   if (result.diverged) {
     auto* d = report.mutable_diverged();
     d->set_step(result.diverged->step);
@@ -567,6 +568,9 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  backups held up the stages that take them for " << percent(result.backup_share)
               << " of a step (every " << settings.backup_every << (settings.backup_every == 1 ? " step" : " steps")
               << ", sent to a neighbour beside training)\n";
+  }
+  if (result.telemetry_dropped > 0) {
+    std::cout << "  the workers dropped " << result.telemetry_dropped << " telemetry reports (read too slowly)\n";
   }
   if (result.training_ms > 0 && result.backup_ms > 0) {
     std::cout << "  checkpoints took " << fixed(result.backup_ms / 1000.0, 1) << " s ("

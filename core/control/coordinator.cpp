@@ -400,6 +400,7 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
   TrainingResult result;
   std::vector<Clock::time_point> last_heard(n, Clock::now());
   std::vector<Clock::time_point> last_probe(n, Clock::now());
+  std::vector<std::int64_t> dropped(n, 0);  // as each member's stream counts them
   // A member probed after a short silence gets as short an answer time (at least 1 s).
   const milliseconds probe_deadline =
       std::min({options_.call_timeout, milliseconds(5000), std::max(options_.probe_after, milliseconds(1000))});
@@ -421,6 +422,10 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
       abortRun(workerFailure(who, "Telemetry",
                              grpc::Status(static_cast<grpc::StatusCode>(item.status_code), item.status_message),
                              options_.silence_limit));
+    }
+    if (item.event.dropped() > dropped[m]) {
+      result.telemetry_dropped += item.event.dropped() - dropped[m];
+      dropped[m] = item.event.dropped();
     }
     if (item.event.has_log()) {
       // The worker's greeting on every stream it opens is protocol, not news for a user.
@@ -492,7 +497,10 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
     if (aggregator.everyMemberFinished() && !aggregator.finished()) {
       const std::int64_t step = aggregator.incompleteSteps().front();
       const WorkerEndpoint& who = memberClient(aggregator.missing(step).front()).endpoint();
-      abortRun(WorkerError(who.name, who.label() + " finished without reporting step " + std::to_string(step)));
+      abortRun(WorkerError(who.name, who.label() + " finished without reporting step " + std::to_string(step) +
+                                         (dropped[aggregator.missing(step).front()] > 0
+                                              ? " (it dropped reports: this side read them too slowly)"
+                                              : "")));
     }
     const auto now = Clock::now();
     if (now >= next_watch) {

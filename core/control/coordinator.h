@@ -67,6 +67,9 @@ struct TrainingResult {
   std::vector<StepResult> steps;  ///< in step order
   bool cancelled = false;         ///< the cancel flag ended the run; the workers were stopped
   double wall_seconds = 0;        ///< from Start to the end
+  /// Iteration reports and log lines the workers dropped because this side fell behind
+  /// reading them (each worker queues a bounded number per stream).
+  std::int64_t telemetry_dropped = 0;
 };
 
 /// The coordinator's side of a training job: gRPC clients to the workers of a cluster

@@ -552,6 +552,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       pinBackups();
       const auto began = Clock::now();
       const TrainingResult segment = deployed_->coordinator->train(n, callbacks, cancel);
+      result.telemetry_dropped += segment.telemetry_dropped;
       if (diverged) {
         goBackFrom(*diverged, result);
         result.diverged = diverged;

@@ -165,6 +165,8 @@ struct RunResult {
   double backup_share = 0;
   std::int64_t checkpoint_step = -1;  ///< of the last checkpoint written, -1 for none
   double training_ms = 0;     ///< time spent in segments
+  /// Telemetry the workers dropped because the run read it too slowly (TrainingResult).
+  std::int64_t telemetry_dropped = 0;
   /// The guard stopped the run: where, why, and the step it went back to (the run's step();
   /// `steps` ends there).
   std::optional<Divergence> diverged;

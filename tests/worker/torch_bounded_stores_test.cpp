@@ -1,5 +1,6 @@
 // What a worker keeps for others, bounded (in process): the stage states it backs up and
-// holds for a neighbour, with the step the coordinator pins.
+// holds for a neighbour, with the step the coordinator pins, and the telemetry it queues
+// for a subscriber that falls behind.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "backup_store.h"
+#include "telemetry_hub.h"
 
 namespace stagecraft::worker {
 namespace {
@@ -67,6 +69,34 @@ TEST(BackupStore, KeepsTheNewestFewAndThePinnedStepsAmongThem) {
   store.pin("other", 10, 11);
   store.keep(state(12));
   EXPECT_EQ(steps(store, true), (std::vector<std::int64_t>{10, 11, 12}));
+}
+
+TEST(TelemetryHub, ASubscriberThatFallsBehindLosesReportsCountedButNeverAnErrorOrTheEnd) {
+  TelemetryHub hub("w0");
+  auto subscription = hub.subscribe();
+  hub.error("j", "stage failed");  // queued first, so the oldest
+  const std::size_t reports = TelemetryHub::kMaxQueued + 10;
+  for (std::size_t i = 1; i <= reports; ++i) {
+    v1::TelemetryEvent e;
+    e.set_job("j");
+    e.mutable_iteration()->set_step(static_cast<std::int64_t>(i));
+    hub.publish(std::move(e));
+  }
+  v1::TelemetryEvent done;
+  done.set_finished(true);
+  hub.publish(done);
+
+  std::vector<v1::TelemetryEvent> got;
+  while (auto e = subscription->next(std::chrono::milliseconds(0))) got.push_back(std::move(*e));
+  ASSERT_EQ(got.size(), TelemetryHub::kMaxQueued);
+  EXPECT_EQ(got.front().error(), "stage failed");
+  EXPECT_TRUE(got.back().finished());
+  // The oldest reports went: 11 beyond the room the error left, one more for `finished`.
+  EXPECT_EQ(got[1].iteration().step(), 13);
+  for (const auto& e : got) {
+    EXPECT_EQ(e.dropped(), 12) << "every event delivered says how many were lost";
+    EXPECT_EQ(e.worker(), "w0");
+  }
 }
 
 }  // namespace

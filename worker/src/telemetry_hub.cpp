@@ -10,6 +10,7 @@ std::optional<v1::TelemetryEvent> TelemetryHub::Subscription::next(std::chrono::
   if (queue_.empty()) return std::nullopt;
   v1::TelemetryEvent event = std::move(queue_.front());
   queue_.pop_front();
+  event.set_dropped(dropped_);
   return event;
 }
 
@@ -42,7 +43,15 @@ void TelemetryHub::publish(v1::TelemetryEvent event) {
   for (const auto& s : subscribers_) {
     {
       std::lock_guard sub_lock(s->mutex_);
-      if (s->queue_.size() >= kMaxQueued) s->queue_.pop_front();
+      if (s->queue_.size() >= kMaxQueued) {
+        const auto droppable = std::find_if(s->queue_.begin(), s->queue_.end(), [](const v1::TelemetryEvent& e) {
+          return e.event_case() == v1::TelemetryEvent::kIteration || e.event_case() == v1::TelemetryEvent::kLog;
+        });
+        if (droppable != s->queue_.end()) {
+          s->queue_.erase(droppable);
+          ++s->dropped_;
+        }
+      }
       s->queue_.push_back(event);
     }
     s->ready_.notify_all();

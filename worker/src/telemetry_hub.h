@@ -14,7 +14,9 @@
 namespace stagecraft::worker {
 
 /// Fans telemetry events out to every subscriber (one per Telemetry stream). A slow
-/// subscriber loses its oldest events beyond kMaxQueued rather than holding up training.
+/// subscriber loses its oldest iteration reports and log lines beyond kMaxQueued rather
+/// than holding up training; each event it is given says how many it lost (`dropped`).
+/// Errors and `finished` are never dropped.
 class TelemetryHub {
  public:
   static constexpr size_t kMaxQueued = 4096;
@@ -30,6 +32,7 @@ class TelemetryHub {
     mutable std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<v1::TelemetryEvent> queue_;
+    std::int64_t dropped_ = 0;
     bool closed_ = false;
   };
 

@@ -6,10 +6,10 @@
 #include <QMetaObject>
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 
 #include "control/replan.h"
-#include "control/timeline_events.h"
 #include "cost/cost_model.h"
 #include "io/error.h"
 #include "live/training_deployment.h"
@@ -372,18 +372,6 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
   });
 }
 
-void TrainingController::onIteration(std::uint64_t generation, int member, int device,
-                                     const v1::IterationReport& report) {
-  const Cluster& cluster = deployment_->run->deployedCluster();
-  std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, cluster);
-  toGui([this, generation, member, report, timeline = std::move(timeline),
-         name = QString::fromStdString(cluster.device(device).name)] {
-    if (generation != shown_generation_) return;  // a report of the deployment before a re-plan
-    if (member >= 0 && member < static_cast<int>(latest_reports_.size())) latest_reports_[member] = report;
-    Q_EMIT iterationReported(name, report.busy_fraction(), report.memory_mb(), timeline);
-  });
-}
-
 void TrainingController::trainJob(std::int64_t target, bool continuing) {
   if (!deployment_) throw std::logic_error("nothing is deployed");
   Deployment& d = *deployment_;
@@ -393,6 +381,7 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
     active_run_ = d.run.get();
   }
   if (!continuing) d.run_started = Clock::now();
+  reports_dropped_ = 0;
   control::RunResult result;
   try {
     result = d.run->train(target, runEvents(), &cancel_);
@@ -406,6 +395,16 @@ void TrainingController::trainJob(std::int64_t target, bool continuing) {
     std::lock_guard lock(mutex_);
     training_ = false;
     active_run_ = nullptr;
+  }
+  const auto count = [](std::int64_t n) { return static_cast<int>(std::min<std::int64_t>(n, INT_MAX)); };
+  if (const int workers = count(result.telemetry_dropped), here = count(reports_dropped_); workers + here > 0) {
+    toGui([this, workers, here] {
+      Q_EMIT logMessage(tr("coordinator"), QtWarningMsg,
+                        tr("%n telemetry report(s) dropped because the console fell behind, so the charts have "
+                           "gaps (%1 by the workers, %2 here).", "", workers + here)
+                            .arg(workers)
+                            .arg(here));
+    });
   }
   const std::int64_t step = d.run->step();
   if (result.cancelled) {

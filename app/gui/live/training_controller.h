@@ -266,6 +266,11 @@ class TrainingController : public QObject {
   control::TrainingRun* active_run_ = nullptr;  // while training_
   bool quit_ = false;
   std::atomic<bool> cancel_{false};  // hard cancel: the coordinator stops the workers mid-step
+  // Iteration reports posted to the GUI thread and not yet shown: beyond the bound a report
+  // is dropped, and counted, rather than queued without end behind a GUI that falls behind.
+  static constexpr int kMaxReportsInFlight = 1024;
+  std::atomic<int> reports_in_flight_{0};
+  std::atomic<std::int64_t> reports_dropped_{0};  // this train(); logged when it ends
   std::thread thread_;
 };
 

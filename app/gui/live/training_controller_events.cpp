@@ -4,6 +4,7 @@
 #include <cmath>
 #include <QString>
 
+#include "control/timeline_events.h"
 #include "live/training_controller.h"
 #include "live/training_deployment.h"
 #include "planner/planner.h"
@@ -211,6 +212,24 @@ control::RunEvents TrainingController::runEvents() {
     });
   };
   return events;
+}
+
+void TrainingController::onIteration(std::uint64_t generation, int member, int device,
+                                     const v1::IterationReport& report) {
+  if (reports_in_flight_.load() >= kMaxReportsInFlight) {
+    ++reports_dropped_;
+    return;
+  }
+  ++reports_in_flight_;
+  const Cluster& cluster = deployment_->run->deployedCluster();
+  std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, cluster);
+  toGui([this, generation, member, report, timeline = std::move(timeline),
+         name = QString::fromStdString(cluster.device(device).name)] {
+    --reports_in_flight_;
+    if (generation != shown_generation_) return;  // a report of the deployment before a re-plan
+    if (member >= 0 && member < static_cast<int>(latest_reports_.size())) latest_reports_[member] = report;
+    Q_EMIT iterationReported(name, report.busy_fraction(), report.memory_mb(), timeline);
+  });
 }
 
 }  // namespace stagecraft::gui
