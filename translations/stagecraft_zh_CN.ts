@@ -351,27 +351,27 @@
 <context>
     <name>stagecraft::gui::ChartPlot</name>
     <message>
-        <location filename="../app/gui/live/chart_plot.cpp" line="98"/>
+        <location filename="../app/gui/live/chart_plot.cpp" line="104"/>
         <source>PNG image (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/chart_plot.cpp" line="99"/>
+        <location filename="../app/gui/live/chart_plot.cpp" line="105"/>
         <source>PDF document (*.pdf)</source>
         <translation>PDF 文档 (*.pdf)</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/chart_plot.cpp" line="111"/>
+        <location filename="../app/gui/live/chart_plot.cpp" line="117"/>
         <source>Export Chart</source>
         <translation>导出图表</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/chart_plot.cpp" line="118"/>
+        <location filename="../app/gui/live/chart_plot.cpp" line="124"/>
         <source>Follow Latest</source>
         <translation>跟随最新</translation>
     </message>
     <message>
-        <location filename="../app/gui/live/chart_plot.cpp" line="124"/>
+        <location filename="../app/gui/live/chart_plot.cpp" line="130"/>
         <source>Export Chart…</source>
         <translation>导出图表…</translation>
     </message>
@@ -496,137 +496,137 @@
 <context>
     <name>stagecraft::gui::DeviceModel</name>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="97"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="69"/>
         <source>reachable</source>
         <translation>可达</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="98"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="70"/>
         <source>busy</source>
         <translation>忙碌</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="99"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="71"/>
         <source>lost</source>
         <translation>失联</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="102"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="74"/>
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="108"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="80"/>
         <source>training</source>
         <translation>训练中</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="108"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="80"/>
         <source>idle, job deployed</source>
         <translation>空闲，作业已部署</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="110"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="82"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="111"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="83"/>
         <source>heard, unconfirmed</source>
         <translation>已听到，未确认</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="119"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="91"/>
         <source>Warning: this worker was started with --insecure and answers every caller: anyone who reaches it can deploy, train, read or overwrite its model. Start it with --token-file.</source>
         <translation>警告：此工作节点以 --insecure 启动，会响应任何调用者：任何能连到它的人都可以部署、训练、读取或覆盖它的模型。请用 --token-file 启动它。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="128"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="100"/>
         <source>The worker of %1 at %2 answers and is idle (%3 cores, version %4).</source>
         <translation>设备 %1 的工作节点（%2）有响应且空闲（%3 核，版本 %4）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="134"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="106"/>
         <source>The worker of %1 at %2 is training job %3.</source>
         <translation>设备 %1 的工作节点（%2）正在训练作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="135"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="107"/>
         <source>The worker of %1 at %2 has job %3 deployed.</source>
         <translation>设备 %1 的工作节点（%2）已部署作业 %3。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="137"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="109"/>
         <source>The worker of %1 at %2 stopped answering: %3</source>
         <translation>设备 %1 的工作节点（%2）已停止响应：%3</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="140"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="112"/>
         <source>Device %1 has no worker address.</source>
         <translation>设备 %1 没有工作节点地址。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="141"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="113"/>
         <source>The worker of %1 at %2 was stopped from this console.</source>
         <translation>位于 %2 的 %1 工作节点已由本控制台停止。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="143"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="115"/>
         <source>A beacon announced %1 at %2, but its worker has not answered Describe yet: a beacon is a hint anyone on the network can send, so it cannot be planned on until then.</source>
         <translation>信标宣告 %1 位于 %2，但其工作节点尚未应答 Describe：信标只是网络上任何人都能发送的提示，在此之前不能用于规划。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="147"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="119"/>
         <source>The worker of %1 has not answered: %2</source>
         <translation>设备 %1 的工作节点未响应：%2</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="148"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="120"/>
         <source>The worker of %1 at %2 has not been asked yet.</source>
         <translation>尚未查询设备 %1 的工作节点（%2）。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="195"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="167"/>
         <source>Device</source>
         <translation>设备</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="196"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="168"/>
         <source>Tier</source>
         <translation>层级</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="197"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="169"/>
         <source>GFLOP/s</source>
         <translation>GFLOP/s</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="198"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="170"/>
         <source>Memory</source>
         <translation>内存</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="199"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="171"/>
         <source>Address</source>
         <translation>地址</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="200"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="172"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="201"/>
+        <location filename="../app/gui/models/device_model_display.cpp" line="173"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="269"/>
+        <location filename="../app/gui/models/device_model.cpp" line="113"/>
         <source>%1 is not a worker address: give host:port, e.g. 192.168.1.20:50051.</source>
         <translation>%1 不是有效的工作节点地址：请使用 host:port 格式，例如 192.168.1.20:50051。</translation>
     </message>
     <message>
-        <location filename="../app/gui/models/device_model.cpp" line="278"/>
+        <location filename="../app/gui/models/device_model.cpp" line="122"/>
         <source>No worker answers at %1: %2</source>
         <translation>%1 处没有工作节点响应：%2</translation>
     </message>

@@ -1,6 +1,7 @@
 // DeviceModel: rows from a cluster file, drags carrying device names, and live status from
 // heartbeats against in-process fake workers (no LibTorch, no real worker needed).
 #include <QAbstractItemModelTester>
+#include <QIcon>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QtTest>
@@ -99,6 +100,45 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.data(model.index(2, 0), DeviceModel::StageRole).toInt(), -1);
   }
 
+  void aPassOfChangesIsAnnouncedOnceAndAnUnchangedProbeRoundNotAtAll() {
+    // A view sizing its columns to their contents measures every row on each dataChanged:
+    // a re-plan over 64 devices used to announce each row twice (the GUI thread stalled
+    // ~0.6 s), and every probe round announced every row.
+    FakeWorkerServer a(script("edge-a")), b(script("edge-b"));
+    std::vector<std::pair<std::string, std::string>> devices{{"edge-a", a.address()}, {"edge-b", b.address()}};
+    for (int i = 0; i < 6; ++i) devices.push_back({"idle-" + std::to_string(i), ""});
+    DeviceModel model;
+    model.setMonitoring(false);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.loadCluster(clusterOf(devices));
+    QSignalSpy changes(&model, &QAbstractItemModel::dataChanged);
+    model.clearStages();
+    for (int row = 0; row < model.rowCount(); ++row) model.setStageOfDevice(model.nameAt(row), row == 0 ? -1 : row % 3);
+    QCOMPARE(model.data(model.index(4, 0), DeviceModel::StageRole).toInt(), 1);  // shown at once
+    QCOMPARE(changes.count(), 0);                                                // announced later,
+    QTRY_COMPARE_WITH_TIMEOUT(changes.count(), 1, kTimeoutMs);                   // once, for all rows
+    QCOMPARE(changes.first().at(0).toModelIndex().row(), 1);  // row 0 kept its -1
+    QCOMPARE(changes.first().at(1).toModelIndex().row(), 7);
+    QCOMPARE(changes.first().at(1).toModelIndex().column(), DeviceModel::ColumnCount - 1);
+
+    // Probe rounds: the first changes both workers' rows; the next one, which finds the same
+    // answers, changes nothing and announces nothing. (A round the model's start began may
+    // arrive first: monitoring stops only after it.)
+    QSignalSpy rounds(&model, &DeviceModel::probeRoundApplied);
+    model.probeNow();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        model.status("edge-a") == DeviceStatus::Reachable && model.status("edge-b") == DeviceStatus::Reachable,
+        kTimeoutMs);
+    QTRY_COMPARE_WITH_TIMEOUT(changes.count(), 2, kTimeoutMs);
+    QCOMPARE(changes.last().at(0).toModelIndex().row(), 0);
+    QCOMPARE(changes.last().at(1).toModelIndex().row(), 1);
+    const auto applied = rounds.count();
+    model.probeNow();
+    QTRY_VERIFY_WITH_TIMEOUT(rounds.count() > applied, kTimeoutMs);
+    QCoreApplication::processEvents();  // a change would be announced by now
+    QCOMPARE(changes.count(), 2);
+  }
+
   void beaconsMergeByAddressThenByName() {
     DeviceModel model;
     model.setMonitoring(false);
@@ -186,6 +226,14 @@ class DeviceModelTest : public QObject {
     alive.reset();
     QTRY_COMPARE_WITH_TIMEOUT(model.status("edge-a"), DeviceStatus::Lost, kTimeoutMs);
     QCOMPARE(model.status("nobody"), DeviceStatus::Unknown);
+    // Each status has its own icon, drawn once however often the view asks for it.
+    const auto icon = [&](int row, int column) {
+      return model.data(model.index(row, column), Qt::DecorationRole).value<QIcon>().cacheKey();
+    };
+    QVERIFY(icon(0, DeviceModel::StatusColumn) != icon(1, DeviceModel::StatusColumn));  // lost, busy
+    QVERIFY(icon(0, DeviceModel::StatusColumn) != icon(2, DeviceModel::StatusColumn));  // lost, unknown
+    QCOMPARE(icon(0, DeviceModel::NameColumn), icon(0, DeviceModel::StatusColumn));     // a lost name shows it too
+    QCOMPARE(icon(1, DeviceModel::StatusColumn), icon(1, DeviceModel::StatusColumn));
     QVERIFY(!model.data(model.index(2, 0), Qt::ToolTipRole).toString().isEmpty());
     QCOMPARE(model.liveDevices(), QStringList{"edge-b"});
     QCOMPARE(model.lostDevices(), QStringList{"edge-a"});
@@ -201,7 +249,7 @@ class DeviceModelTest : public QObject {
     QCOMPARE(model.data(model.index(1, DeviceModel::StatusColumn)).toString(), QStringLiteral("stopped"));
     QCOMPARE(model.lostDevices(), QStringList{"edge-a"});
     for (int round = 0; round < 4; ++round) {
-      QSignalSpy probed(&model, &QAbstractItemModel::dataChanged);
+      QSignalSpy probed(&model, &DeviceModel::probeRoundApplied);
       QVERIFY(probed.wait(kTimeoutMs));
     }
     QCOMPARE(model.status("edge-b"), DeviceStatus::Unknown);

@@ -1,5 +1,6 @@
 // LiveCharts and its four charts: one point per step, bars per device sample, one Gantt
 // block per timeline event, clear(), coalesced replots and PNG / PDF export.
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
@@ -7,6 +8,7 @@
 
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
+#include "live/chart_plot.h"
 #include "live/chart_style.h"
 #include "live/device_chart.h"
 #include "live/live_charts.h"
@@ -51,6 +53,25 @@ QByteArray fileStart(const QString& path, int bytes) {
 }
 
 }  // namespace
+
+/// A chart whose every replot takes `ms` more (a busy prepareReplot): the replot rate
+/// must follow the cost.
+class SlowChart final : public gui::ChartPlot {
+ public:
+  explicit SlowChart(int ms) : ms_(ms) {}
+  QString exportName() const override { return QStringLiteral("slow"); }
+
+ protected:
+  void prepareReplot() override {
+    QElapsedTimer busy;
+    busy.start();
+    while (busy.elapsed() < ms_) {
+    }
+  }
+
+ private:
+  int ms_;
+};
 
 class LiveChartsTest : public QObject {
   Q_OBJECT
@@ -246,6 +267,35 @@ class LiveChartsTest : public QObject {
     QTRY_VERIFY(!charts.throughputChart()->replotPending());
     QVERIFY(charts.throughputChart()->replotCount() - before <= 2);
     QVERIFY(charts.deviceChart()->replotCount() <= 3);
+  }
+
+  void aSlowChartReplotsLessOftenSoItCannotHogTheGuiThread() {
+    // A chart whose replot takes ~30 ms (as 64 devices' rows may) waits ten times that
+    // before the next; a cheap one keeps the fastest rate.
+    SlowChart slow(30);
+    slow.resize(400, 300);
+    slow.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&slow));
+    QCOMPARE(slow.replotIntervalMs(), gui::ChartPlot::kReplotIntervalMs);
+    slow.requestReplot();
+    QTRY_COMPARE(slow.replotCount(), 1);
+    QVERIFY2(slow.replotIntervalMs() >= 10 * 30, qPrintable(QString::number(slow.replotIntervalMs())));
+    QVERIFY(slow.replotIntervalMs() <= gui::ChartPlot::kMaxReplotIntervalMs);
+    // Fed without pause for a second: a handful of replots, not thirty.
+    QElapsedTimer fed;
+    fed.start();
+    while (fed.elapsed() < 1000) {
+      slow.requestReplot();
+      QTest::qWait(5);
+    }
+    QVERIFY2(slow.replotCount() <= 1 + 4, qPrintable(QString::number(slow.replotCount())));
+    SlowChart cheap(0);
+    cheap.resize(400, 300);
+    cheap.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&cheap));
+    cheap.requestReplot();
+    QTRY_COMPARE(cheap.replotCount(), 1);
+    QVERIFY(cheap.replotIntervalMs() < 10 * 30);
   }
 
   void exportsWriteValidPngAndPdf() {

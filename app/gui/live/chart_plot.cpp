@@ -1,10 +1,12 @@
 #include "live/chart_plot.h"
 
 #include <QContextMenuEvent>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QMenu>
+#include <algorithm>
 
 #include "live/chart_style.h"
 
@@ -40,9 +42,13 @@ void ChartPlot::flushReplot() {
 void ChartPlot::replotIfDirty() {
   if (!dirty_) return;
   dirty_ = false;
+  QElapsedTimer took;
+  took.start();
   prepareReplot();
   replot(rpImmediateRefresh);
   ++replot_count_;
+  const qint64 interval = std::clamp<qint64>(kReplotCostFactor * took.elapsed(), kReplotIntervalMs, kMaxReplotIntervalMs);
+  replot_timer_.setInterval(static_cast<int>(interval));
 }
 
 void ChartPlot::setFollowing(bool following) {

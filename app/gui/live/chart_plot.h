@@ -11,7 +11,8 @@ class QMenu;
 namespace stagecraft::gui {
 
 /// The base of the console's charts: a QCustomPlot that replots at most once per
-/// kReplotIntervalMs however often its data changes, never while hidden, and exports
+/// kReplotIntervalMs (longer for a slow chart) however often its data changes, never while
+/// hidden, and exports
 /// itself to PNG or PDF (also from its context menu).
 ///
 /// Subclasses only store data when fed and call requestReplot(); ranges, bar colours and
@@ -20,8 +21,13 @@ class ChartPlot : public QCustomPlot {
   Q_OBJECT
 
  public:
-  /// At most one replot per this many milliseconds (about 30 frames per second).
+  /// At most one replot per this many milliseconds (about 30 frames per second)...
   static constexpr int kReplotIntervalMs = 33;
+  /// ...and, for a chart whose replots are slow (64 devices' rows), at most one per this many
+  /// times its last replot took, so no chart keeps the GUI thread busy for more than ~10 %
+  /// of the time however fast its data comes; never less often than kMaxReplotIntervalMs.
+  static constexpr int kReplotCostFactor = 10;
+  static constexpr int kMaxReplotIntervalMs = 500;
 
   explicit ChartPlot(QWidget* parent = nullptr);
   ~ChartPlot() override;
@@ -33,6 +39,8 @@ class ChartPlot : public QCustomPlot {
   bool replotPending() const { return dirty_; }
   /// Replots done through requestReplot / flushReplot since construction.
   int replotCount() const { return replot_count_; }
+  /// The least time between two replots now (after the last replot's cost).
+  int replotIntervalMs() const { return replot_timer_.interval(); }
 
   /// True while the chart keeps its newest data (or, for the timeline, the whole
   /// iteration) in view. Dragging or zooming with the mouse turns it off; a double-click

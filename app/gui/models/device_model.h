@@ -1,8 +1,10 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QIcon>
 #include <QString>
 #include <QStringList>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -128,6 +130,8 @@ class DeviceModel : public QAbstractTableModel {
   void beaconConflict(const QString& name, const QString& known_address, const QString& address);
   /// A device's status changed.
   void statusChanged(const QString& name, stagecraft::gui::DeviceStatus status);
+  /// A round of probes was applied to the rows (whether or not any row changed).
+  void probeRoundApplied();
 
  private:
   struct Row {
@@ -156,7 +160,9 @@ class DeviceModel : public QAbstractTableModel {
   QString tooltip(const Row& row) const;
   QString statusTooltip(const Row& row) const;
   void setStatus(int row, DeviceStatus status);
-  void emitRowChanged(int row);
+  void emitRowChanged(int row);  // announced with the others of this event-loop pass
+  void flushRowChanges();
+  static bool sameDisplay(const Row& a, const Row& b);
   void applyInfo(Row& row, const v1::WorkerInfo& info);
   void updateTargets();
   void onProbed(const std::vector<control::WorkerProbe>& probes);
@@ -169,6 +175,10 @@ class DeviceModel : public QAbstractTableModel {
   v1::Cluster file_;  // name, description, links, default latency of the loaded cluster
   DeviceMonitor* monitor_ = nullptr;
   int lost_after_misses_ = 3;
+  int changed_first_ = -1, changed_last_ = -1;  // rows emitRowChanged has not announced yet
+  static constexpr int kInsecureIcon = 4;  // after the four statuses' icons
+  const QIcon& cachedIcon(int which) const;
+  mutable std::array<QIcon, 5> icons_;
 };
 
 }  // namespace stagecraft::gui
