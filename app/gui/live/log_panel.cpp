@@ -96,6 +96,13 @@ LogPanel::LogPanel(LogModel* model, QWidget* parent)
   applyLevelFilter();
 }
 
+LogPanel::~LogPanel() {
+  // ~QWidget closes the window, and hiding the view resizes its scroll bar's range: by then
+  // this is only a QWidget, so the follow-the-newest slots must be gone first (UBSan's vptr
+  // check caught them reading a destroyed LogPanel).
+  disconnect(view_->verticalScrollBar(), nullptr, this, nullptr);
+}
+
 QAbstractItemModel* LogPanel::filteredModel() const { return text_filter_; }
 
 void LogPanel::setMinimumLevel(LogModel::Level level) {

@@ -20,6 +20,7 @@ class LogPanel : public QWidget {
  public:
   /// `model` is not owned (the main window shares it with the controller).
   explicit LogPanel(LogModel* model, QWidget* parent = nullptr);
+  ~LogPanel() override;
 
   LogModel* model() const { return model_; }
   /// The rows shown, after both filters.
