@@ -54,7 +54,7 @@ TEST(CostModel, OptimizerStateCountsInMemory) {
 TEST(CostModel, BackupsCountInMemoryWhereTheyAreKept) {
   const ModelSpec model = uniformLinearModel(2, 1000);  // 1e6 parameters per layer
   // 40 MB each: stage 0 alone (12 MB of state) fits; with 3 own copies of its weights and
-  // momentum (+24 MB) it still does; holding stage 1's 2 copies (+16 MB) as well it does not.
+  // momentum (+24 MB) it still does; holding stage 1's 3 copies (+24 MB) as well it does not.
   const Cluster cluster = makeCluster({1, 1}, 40 / 1.048576);
   Plan plan;
   plan.model = model.name();
@@ -71,11 +71,11 @@ TEST(CostModel, BackupsCountInMemoryWhereTheyAreKept) {
   // Stage 1 backs up to device 0 (the last stage's go to the first), stage 0 to device 1.
   EXPECT_EQ(plan.backupTarget(0), 1);
   EXPECT_EQ(plan.backupTarget(1), 0);
-  EXPECT_DOUBLE_EQ(cost.heldBackupBytes(plan, 0), 2 * 4e6 * 2);
+  EXPECT_DOUBLE_EQ(cost.heldBackupBytes(plan, 0), kHeldBackups * 4e6 * 2);
   const auto errors = validatePlan(plan, cost);
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("previous stage's backups"), std::string::npos) << errors[0];
-  EXPECT_DOUBLE_EQ(estimatePlan(plan, cost).memory_bytes[0], cost.memoryBytes(0, 1, 2, 1) + 2 * 4e6 * 2);
+  EXPECT_DOUBLE_EQ(estimatePlan(plan, cost).memory_bytes[0], cost.memoryBytes(0, 1, 2, 1) + kHeldBackups * 4e6 * 2);
 
   // One stage of two members: the second holds the first's copies; one device holds none.
   Plan one = plan;
