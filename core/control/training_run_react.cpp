@@ -15,12 +15,19 @@ void TrainingRun::pinBackups() {
   if (settings_.backup_every <= 0) return;
   Coordinator& deployment = *deployed_->coordinator;
   // Between segments, so briefly: a device that does not answer now is the segment's to find.
-  std::vector<std::string> members;  // only they hold the job's states
-  for (int m = 0; m < deployment.memberCount(); ++m) {
-    members.push_back(deployment.cluster().device(deployment.memberDevice(m)).name);
+  // Only each stage's rank-0 member (its own copies) and its backup target (the copies it
+  // holds) are asked, not every member of a wide group.
+  const Plan& plan = deployed_->plan;
+  std::vector<std::string> holders;
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    for (const int d : {plan.stages[s].members.front().device, plan.backupTarget(s)}) {
+      if (d < 0) continue;
+      const std::string& name = deployment.cluster().device(d).name;
+      if (std::find(holders.begin(), holders.end(), name) == holders.end()) holders.push_back(name);
+    }
   }
   const auto held =
-      listBackups(deployment, &members, std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
+      listBackups(deployment, &holders, std::min(settings_.probe_deadline, std::chrono::milliseconds(500)));
   std::int64_t keep = deployment.keepBackupStep(), ship = deployment.shipBackupStep();
   if (const auto twice = twiceHeldStep(stageRanges(deployment), held); twice && *twice > keep) keep = *twice;
   if (ship <= keep) ship = 0;  // it arrived everywhere (or a newer step did)
