@@ -31,8 +31,11 @@ void TrainingRun::pinBackups() {
   std::int64_t keep = deployment.keepBackupStep(), ship = deployment.shipBackupStep();
   if (const auto twice = twiceHeldStep(stageRanges(deployment), held); twice && *twice > keep) keep = *twice;
   if (ship <= keep) ship = 0;  // it arrived everywhere (or a newer step did)
-  // The next step to ship unskipped: the one every stage has just backed up.
-  if (ship == 0 && step_ > keep && step_ % settings_.backup_every == 0) ship = step_;
+  // Copies that keep up leave a recent step held twice by themselves; a step to ship
+  // unskipped (the one every stage has just backed up) is named only when they fall behind,
+  // since it goes before the newer copies and so makes the usual replay longer.
+  constexpr std::int64_t kBehindSteps = 2;
+  if (ship == 0 && step_ - keep > kBehindSteps && step_ % settings_.backup_every == 0) ship = step_;
   deployment.setBackupSteps(keep, ship);
 }
 
