@@ -1,10 +1,14 @@
 // Planner speed: hybrid planning time on synthetic heterogeneous clusters and deep
 // models, next to the baselines measured in the same run.
 //
-//   build/bench/bench_planner_speed [--repeat 3]
+//   build/bench/bench_planner_speed [--repeat 3] [--quality]
 //
-// Goals: 16 devices x 100 layers under 1 s, 64 devices x 200 layers under 10 s.
+// Goals: 16 devices x 100 layers under 1 s, 64 devices x 200 layers under 10 s, 256 devices x
+// 200 layers under 10 s and 1000 devices x 100 layers under 60 s. --quality also plans the
+// larger clusters with the DP over whole device orderings (what clusters of up to 64 devices
+// get; minutes, 256 devices at most) and prints how the two plans compare by simulation.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
 #include "planner/planner.h"
+#include "planner/planners.h"
 
 using namespace stagecraft;
 
@@ -69,21 +74,34 @@ Cluster syntheticCluster(int devices, std::mt19937& rng) {
   return Cluster::fromProto(c);
 }
 
+/// --quality runs the whole-ordering DP up to this many devices; on a thousand its groups
+/// alone would take gigabytes.
+constexpr int kWholeQualityUpTo = 256;
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int repeat = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(1, std::atoi(argv[i + 1]));
+  bool quality = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--quality")) {
+      quality = true;
+    } else {
+      std::fprintf(stderr, "usage: bench_planner_speed [--repeat N] [--quality]\n");
+      return 2;
+    }
   }
   struct Case {
     int devices, layers;
     double goal_s;
   };
   bool all_met = true;
-  std::printf("| devices x layers | planner | median plan time (s) | samples/s (estimate) |\n|---|---|---:|---:|\n");
-  std::vector<std::string> goals;
-  for (const Case& c : {Case{16, 100, 1.0}, Case{64, 200, 10.0}}) {
+  std::printf("| devices x layers | planner | median plan time (s) | samples/s (estimate) | iteration (ms, simulated) |\n"
+              "|---|---|---:|---:|---:|\n");
+  std::vector<std::string> goals, comparisons;
+  for (const Case& c : {Case{16, 100, 1.0}, Case{64, 200, 10.0}, Case{256, 200, 10.0}, Case{1000, 100, 60.0}}) {
     std::mt19937 rng(42);
     const ModelSpec model = deepModel(c.layers, rng);
     const Cluster cluster = syntheticCluster(c.devices, rng);
@@ -91,6 +109,7 @@ int main(int argc, char** argv) {
     PlanRequest request;
     request.batch_size = 256;
     request.microbatches = 16;
+    PlanOutcome hybrid;
     for (const char* name : {"hybrid", "pipedream", "dp-weighted"}) {
       std::vector<double> times;
       PlanOutcome out;
@@ -98,10 +117,12 @@ int main(int argc, char** argv) {
         out = makePlan(*makePlanner(name), cost, request);
         times.push_back(out.plan_ms / 1000);
       }
+      if (std::string(name) == "hybrid") hybrid = out;
       std::sort(times.begin(), times.end());
       const double median = times[times.size() / 2];
-      std::printf("| %d x %d | %s | %.3f | %s |\n", c.devices, c.layers, name, median,
-                  out.feasible ? std::to_string(out.estimate.samples_per_second).c_str() : "infeasible");
+      std::printf("| %d x %d | %s | %.3f | %s | %.3f |\n", c.devices, c.layers, name, median,
+                  out.feasible ? std::to_string(out.estimate.samples_per_second).c_str() : "infeasible",
+                  out.simulated_ms);
       if (std::string(name) == "hybrid") {
         char text[160];
         const bool met = median < c.goal_s;
@@ -111,8 +132,22 @@ int main(int argc, char** argv) {
         all_met = all_met && met;
       }
     }
+    if (quality && c.devices > HybridOptions{}.whole_orderings_up_to && c.devices <= kWholeQualityUpTo) {
+      HybridOptions whole;
+      whole.whole_orderings_up_to = c.devices;
+      const PlanOutcome full = makePlan(*makeHybridPlanner(whole), cost, request);
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "%d x %d: simulated iteration %.3f ms (%.1f s to plan) against %.3f ms (%.1f s) with the DP over "
+                    "whole orderings: %.2f%% %s",
+                    c.devices, c.layers, hybrid.simulated_ms, hybrid.plan_ms / 1000, full.simulated_ms,
+                    full.plan_ms / 1000, std::abs(hybrid.simulated_ms / full.simulated_ms - 1) * 100,
+                    hybrid.simulated_ms <= full.simulated_ms ? "faster or equal" : "slower");
+      comparisons.push_back(text);
+    }
   }
   std::printf("\n");
   for (const auto& g : goals) std::printf("%s\n", g.c_str());
+  for (const auto& q : comparisons) std::printf("%s\n", q.c_str());
   return all_met ? 0 : 1;
 }

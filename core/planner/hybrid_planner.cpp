@@ -3,11 +3,14 @@
 // memory, by network domain as SpanTrain groups devices), each result refined by local
 // search on the full cost model.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <thread>
 
 #include "planner/plan_draft.h"
 #include "planner/planners.h"
@@ -43,6 +46,12 @@ constexpr int kLargeSeeds = 4;
 /// linkDomainOrderings): this many up to kPairOrderingsUpTo devices, kLargeThresholds above.
 constexpr int kDomainThresholds = 6;
 constexpr int kLargeThresholds = 3;
+/// Clusters of up to HybridOptions::whole_orderings_up_to devices get the DP over whole
+/// orderings with groups of any size. Larger ones would cost the DP the square of the device
+/// count per ordering: there each ordering is cut to its first kLargeDpDevices devices, and
+/// a group has at most as many members as a micro-batch has samples (more would leave
+/// members without work, which materialize() drops anyway).
+constexpr int kLargeDpDevices = 128;
 /// The DP keeps two tables: one scores the estimated iteration time, the other the
 /// pipeline period first (PipeDream's objective); local search then judges both.
 constexpr int kObjectives = 2;
@@ -199,23 +208,29 @@ std::vector<std::vector<int>> deviceOrderings(const Cluster& cluster) {
   by([&](int d) { return cluster.device(d).gflops * 1e-3 - 10.0 * static_cast<int>(cluster.device(d).tier); });
   // Network domains: from the fastest device, always take next the device with the
   // best link to the ones taken so far, so neighbours in the order share fast links.
+  // Each device's best link to those taken is kept up to date as devices are taken, so a
+  // thousand devices cost a million look-ups, not a billion.
   std::vector<int> order{out[0][0]};
   std::vector<bool> taken(n, false);
-  taken[order[0]] = true;
+  std::vector<double> link_to_taken(n, 0);
+  const auto take = [&](int d) {
+    taken[d] = true;
+    for (int o = 0; o < n; ++o) link_to_taken[o] = std::max(link_to_taken[o], cluster.bandwidthMbps(d, o));
+  };
+  take(order[0]);
   while (static_cast<int>(order.size()) < n) {
     int pick = -1;
     double best = -1, best_speed = -1;
     for (int d = 0; d < n; ++d) {
       if (taken[d]) continue;
-      double link = 0;
-      for (int t : order) link = std::max(link, cluster.bandwidthMbps(t, d));
+      const double link = link_to_taken[d];
       if (link > best || (link == best && cluster.device(d).gflops > best_speed)) {
         best = link;
         best_speed = cluster.device(d).gflops;
         pick = d;
       }
     }
-    taken[pick] = true;
+    take(pick);
     order.push_back(pick);
   }
   out.push_back(order);
@@ -254,11 +269,14 @@ std::vector<int> cutCandidates(const ModelSpec& model) {
 /// The DP over one device ordering.
 class StageDp {
  public:
-  StageDp(const CostModel& cost, const Plan& skeleton, std::vector<int> order, std::vector<int> cuts)
+  /// `max_group`: the most members a stage's group may have (0: any number).
+  StageDp(const CostModel& cost, const Plan& skeleton, std::vector<int> order, std::vector<int> cuts,
+          int max_group = 0)
       : cost_(cost), skeleton_(skeleton), order_(std::move(order)), cuts_(std::move(cuts)),
         D_(static_cast<int>(order_.size())),
         n_(static_cast<int>(cuts_.size()) - 1), micro_(skeleton.microBatchSize()),
-        M_(skeleton.microbatches), gpipe_(skeleton.schedule == Schedule::GPipe) {
+        M_(skeleton.microbatches), gpipe_(skeleton.schedule == Schedule::GPipe),
+        max_group_(max_group > 0 ? std::min(max_group, D_) : D_) {
     profiled_ = false;
     for (int d = 0; d < cost.deviceCount(); ++d) profiled_ = profiled_ || cost.hasProfile(d);
     prepareGroups();
@@ -305,7 +323,7 @@ class StageDp {
     groups_.assign(static_cast<size_t>(D_ + 1) * (D_ + 1), {});
     const Cluster& cluster = cost_.cluster();
     for (int j = 0; j < D_; ++j) {
-      for (int j2 = j + 1; j2 <= D_; ++j2) {
+      for (int j2 = j + 1; j2 <= std::min(D_, j + max_group_); ++j2) {
         Group& g = group(j, j2);
         g.devices.assign(order_.begin() + j, order_.begin() + j2);
         const size_t size = g.devices.size();
@@ -390,19 +408,25 @@ class StageDp {
     DpValue best[kObjectives];
     double best_score[kObjectives];
     std::fill(std::begin(best_score), std::end(best_score), kInf);
+    // k stages need k layer blocks and k devices; the rest (k - 1 stages) starts at
+    // (i2, j2), so it needs as many blocks and devices after those.
+    if (n_ - i < k || D_ - j < k) return;  // the cell stays infeasible
     const ModelSpec& model = cost_.model();
     const int b = cuts_[i];
     const int first_i2 = k == 1 ? n_ : i + 1;
-    const int last_i2 = k == 1 ? n_ : n_ - 1;
-    const int last_j2 = k == 1 ? D_ : D_ - 1;
+    const int last_i2 = k == 1 ? n_ : n_ - (k - 1);
+    const int last_j2 = std::min(k == 1 ? D_ : D_ - (k - 1), j + max_group_);
     for (int j2 = j + 1; j2 <= last_j2; ++j2) {
       const Group& g = group(j, j2);
       // More layers only need more memory, so the first range that does not fit this
-      // group ends the scan over longer ones.
+      // group ends the scan over longer ones. They also take longer: once this stage's own
+      // work alone scores no better than the best under both objectives (a score is at least
+      // M times the first stage's work, a period at least that work), no longer range can win.
       for (int i2 = first_i2; i2 <= last_i2; ++i2) {
         const int e = cuts_[i2];
         double fwd, bwd;
         if (!stageTimes(j, j2, b, e, in_flight, fwd, bwd)) break;
+        if ((fwd + bwd) * M_ >= best_score[0] && fwd + bwd >= best_score[1]) break;
         const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
         const double wire = k > 1 ? g.send_per_byte * boundary : 0;
         const double send = k > 1 ? g.send_latency + wire : 0;
@@ -457,13 +481,41 @@ class StageDp {
   std::vector<int> cuts_;
   int D_, n_, micro_, M_;
   bool gpipe_;
+  int max_group_;
   bool profiled_ = false;
   std::vector<Group> groups_;
   std::vector<std::vector<DpValue>> table_[kObjectives];
 };
 
+/// Runs `job(0) .. job(count - 1)` on up to `threads` threads (0: one per core); the first
+/// exception any job threw is rethrown once all have finished.
+template <typename Job>
+void runEach(size_t count, unsigned threads, const Job& job) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, count));
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        job(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 class HybridPlanner final : public Planner {
  public:
+  explicit HybridPlanner(HybridOptions options) : options_(options) {}
   std::string_view name() const override { return "hybrid"; }
   std::string_view description() const override {
     return "hybrid pipeline: DP over layers x devices x stages with memory limits, several "
@@ -479,12 +531,30 @@ class HybridPlanner final : public Planner {
     };
     std::vector<Candidate> candidates;
     const auto dp_started = std::chrono::steady_clock::now();
-    for (const auto& order : deviceOrderings(cost.cluster())) {
-      StageDp dp(cost, skeleton, order, cuts);
+    std::vector<std::vector<int>> orders = deviceOrderings(cost.cluster());
+    int max_group = 0;  // any
+    if (cost.cluster().size() > options_.whole_orderings_up_to) {
+      // A large cluster: the DP over each ordering's first devices, groups no wider than a
+      // micro-batch has samples; local search below may still move any device in.
+      max_group = std::max(1, skeleton.microBatchSize());
+      for (auto& order : orders) {
+        if (static_cast<int>(order.size()) > kLargeDpDevices) order.resize(kLargeDpDevices);
+      }
+      std::sort(orders.begin(), orders.end());
+      orders.erase(std::unique(orders.begin(), orders.end()), orders.end());
+    }
+    // The orderings are independent: each on a thread of its own, the results gathered in
+    // ordering order so the plan does not depend on the thread count.
+    std::vector<std::vector<Candidate>> per_order(orders.size());
+    runEach(orders.size(), options_.threads, [&](size_t o) {
+      StageDp dp(cost, skeleton, orders[o], cuts, max_group);
       for (auto& draft : dp.solve()) {
         const double ms = draftIterationMs(draft, cost, skeleton);
-        if (ms < kInf) candidates.push_back({ms, std::move(draft)});
+        if (ms < kInf) per_order[o].push_back({ms, std::move(draft)});
       }
+    });
+    for (auto& found : per_order) {
+      for (auto& c : found) candidates.push_back(std::move(c));
     }
     const double dp_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - dp_started).count();
     if (candidates.empty()) {
@@ -516,10 +586,11 @@ class HybridPlanner final : public Planner {
     for (size_t c = 0; c < candidates.size() && finalists.size() < kFinalists; ++c) add(candidates[c].draft);
     // The estimate can rank near-equal plans the wrong way round and hide a better
     // neighbour: the simulator judges the finalists (the refined ones first), and the best
-    // of them climb once more on it, within a twentieth of the DP's time (at least
+    // of them climb once more on it, within a quarter of the DP's wall time (at least
     // kMinSimulatedBudgetMs, at most kSimulatedBudgetMs: large clusters' simulations are
-    // slow; the first few finalists are judged whatever it costs).
-    const double budget_ms = std::clamp(dp_ms / 20, kMinSimulatedBudgetMs, kSimulatedBudgetMs);
+    // slow; the first few finalists are judged whatever it costs). It was a twentieth of a
+    // DP that ran on one thread without pruning; a faster DP must not climb less.
+    const double budget_ms = std::clamp(dp_ms / 4, kMinSimulatedBudgetMs, kSimulatedBudgetMs);
     const auto started = std::chrono::steady_clock::now();
     const auto spent_ms = [&] {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -542,10 +613,13 @@ class HybridPlanner final : public Planner {
     }
     return finishOutcome(*materialize(best.second, cost, skeleton), cost);
   }
+
+ private:
+  HybridOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Planner> makeHybridPlanner() { return std::make_unique<HybridPlanner>(); }
+std::unique_ptr<Planner> makeHybridPlanner(HybridOptions options) { return std::make_unique<HybridPlanner>(options); }
 
 }  // namespace stagecraft

@@ -19,7 +19,7 @@ struct Entry {
 };
 
 const Entry kPlanners[] = {
-    {"hybrid", makeHybridPlanner},
+    {"hybrid", [] { return makeHybridPlanner(); }},
     {"dp", [] { return makeDataParallelPlanner(false); }},
     {"dp-weighted", [] { return makeDataParallelPlanner(true); }},
     {"gpipe", makeGPipePlanner},

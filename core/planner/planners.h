@@ -10,9 +10,18 @@ namespace stagecraft {
 
 // The planners behind makePlanner(), one per file.
 
+/// How the hybrid planner spends its time; the defaults are what makePlanner("hybrid") gives.
+struct HybridOptions {
+  /// Clusters with more devices than this run the DP over each ordering's first devices
+  /// only, with groups no wider than a micro-batch's samples (hybrid_planner.cpp).
+  int whole_orderings_up_to = 64;
+  /// Threads the device orderings' DPs share; 0: one per core. The plan does not depend on it.
+  unsigned threads = 0;
+};
+
 /// Asteroid-style DP over (layers x devices x stages) with memory limits, run over
 /// several device orderings and refined by local search.
-std::unique_ptr<Planner> makeHybridPlanner();
+std::unique_ptr<Planner> makeHybridPlanner(HybridOptions options = {});
 /// One stage on every device; `weighted` splits the batch by speed, else evenly.
 std::unique_ptr<Planner> makeDataParallelPlanner(bool weighted);
 /// Even layer split, one device per stage, in cluster order.
