@@ -287,16 +287,28 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     std::vector<std::string> lost, live, kept;
     std::string why_lost;  // each lost device's own answer, for the report
     bool all_timed_out = true;
+    const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
+    const std::string& job = deployed_->coordinator->job();
     for (int d = 0; d < cluster_->size(); ++d) {
       const std::string& name = cluster_->device(d).name;
-      if (probes[d].reachable) {
+      const auto in_plan = current.find(name);
+      const bool planned = in_plan && stage_of[*in_plan] >= 0;
+      // A device of the plan that answers without the job has lost its stage's state: its
+      // worker was restarted, or another process now listens at its address. It is lost
+      // to this recovery (an elastic run may take it in again later).
+      const bool without_job = planned && probes[d].reachable && probes[d].info.job() != job;
+      if (probes[d].reachable && !without_job) {
         live.push_back(name);
-        if (current.find(name)) kept.push_back(name);
-      } else if (const auto in_plan = current.find(name)) {
-        if (deployed_->plan.stageOfDevice(current.size())[*in_plan] < 0) continue;
+        if (in_plan) kept.push_back(name);
+      } else if (planned) {
         lost.push_back(name);
         all_timed_out = all_timed_out && probes[d].timed_out;
-        if (name != error->worker()) why_lost += "; " + probes[d].error;
+        if (without_job) {
+          why_lost += "; worker '" + name + "' (" + probes[d].endpoint.address + ") answers without job '" + job +
+                      "' (restarted, or another worker at its address)";
+        } else if (name != error->worker()) {
+          why_lost += "; " + probes[d].error;
+        }
       }
     }
     std::shared_ptr<const Cluster> over;

@@ -131,6 +131,35 @@ TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {
   for (std::int64_t kept : fakes.servers[0]->worker().keptBackupSteps()) EXPECT_EQ(kept, 0);
 }
 
+// A worker that comes back at once (restarted by its service manager, or another process
+// that took the freed port) answers the probe, but without the job and its stage's state:
+// the run counts it lost and recovers, instead of ending with the error that revealed it.
+TEST(TrainingRun, ADeviceThatAnswersWithoutTheJobCountsAsLost) {
+  Fakes fakes(3);
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 64);
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{}, stagecraft::testing::quickOptions(),
+                  quickSettings());
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  RunEvents events;
+  bool restarted = false;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 6 && !restarted) {
+      restarted = true;
+      fakes.servers[1]->shutdown();
+      fakes.servers[1].reset();
+      fakes.start(1);  // idle, at the same address
+    }
+  };
+  const RunResult result = run.train(12, events);
+  ASSERT_EQ(result.steps.size(), 12u);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const Recovery& r = result.recoveries[0];
+  EXPECT_EQ(r.device, "d1");
+  EXPECT_EQ(r.kind, RecoveryKind::Lost);
+  EXPECT_EQ(run.step(), 12);
+  EXPECT_FALSE(run.deployedCluster().find("d1"));
+}
+
 TEST(TrainingRun, EverySegmentStartsWithTheNewestStepEveryStageHoldsTwiceKept) {
   // The fakes ship each step's state before the step ends, so by a segment's start every
   // stage's state of the step reached is on its own worker and on its neighbour.
