@@ -1,6 +1,10 @@
 #include "peer_outbox.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/grpcpp.h>
+
+#include <cstring>
 
 #include "control/cluster_token.h"
 #include "control/transport_security.h"
@@ -19,15 +23,68 @@ std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
   return grpc::CreateCustomChannel(address, control::workerChannelCredentials(), args);
 }
 
+namespace {
+
+struct Outgoing {
+  v1::PeerTensor tensor;
+  WirePayload payload;
+  std::size_t bytes() const { return tensor.ByteSizeLong() + payload.size; }
+};
+
+void releasePayload(void* owner) { delete static_cast<std::shared_ptr<const void>*>(owner); }
+
+/// The wire form of `out`: the message as protobuf writes it, then, for a payload, the field
+/// `tensor` once more holding only `data`. Protobuf merges a repeated embedded message into
+/// the first, so the receiver parses the PeerTensor it would have got from one message with
+/// the data inside; the payload's bytes are a slice of their own, referenced, not copied.
+grpc::ByteBuffer wireMessage(const Outgoing& out) {
+  namespace wire = google::protobuf::internal;
+  using google::protobuf::io::CodedOutputStream;
+  // The prefix that opens the second `tensor` field, up to the payload's bytes.
+  std::uint8_t prefix[4 * 10];
+  std::uint8_t* end = prefix;
+  if (out.payload.size > 0) {
+    const std::uint32_t data_tag = wire::WireFormatLite::MakeTag(v1::Tensor::kDataFieldNumber,
+                                                                 wire::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    const std::uint32_t tensor_tag = wire::WireFormatLite::MakeTag(v1::PeerTensor::kTensorFieldNumber,
+                                                                   wire::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    const std::uint64_t inner =
+        CodedOutputStream::VarintSize32(data_tag) + CodedOutputStream::VarintSize64(out.payload.size) + out.payload.size;
+    end = CodedOutputStream::WriteVarint32ToArray(tensor_tag, end);
+    end = CodedOutputStream::WriteVarint64ToArray(inner, end);
+    end = CodedOutputStream::WriteVarint32ToArray(data_tag, end);
+    end = CodedOutputStream::WriteVarint64ToArray(out.payload.size, end);
+  }
+  // The message and the prefix, serialised once into a slice of their own (what the
+  // generated stub's serialiser does for a whole message).
+  const std::size_t head = out.tensor.ByteSizeLong();
+  const std::size_t prefix_size = static_cast<std::size_t>(end - prefix);
+  grpc::Slice first(head + prefix_size);
+  auto* at = const_cast<std::uint8_t*>(first.begin());  // freshly allocated, ours to fill
+  out.tensor.SerializeWithCachedSizesToArray(at);
+  std::memcpy(at + head, prefix, prefix_size);
+  if (out.payload.size == 0) return grpc::ByteBuffer(&first, 1);
+  grpc::Slice slices[2] = {
+      std::move(first),
+      grpc::Slice(const_cast<char*>(out.payload.data), out.payload.size, releasePayload,
+                  new std::shared_ptr<const void>(out.payload.owner)),
+  };
+  return grpc::ByteBuffer(slices, 2);
+}
+
+}  // namespace
+
 struct PeerOutbox::Peer {
   std::string name;
   std::string address;
-  std::deque<v1::PeerTensor> queue;
+  std::deque<Outgoing> queue;
   bool writing = false;
-  std::unique_ptr<v1::Worker::Stub> stub;
+  std::shared_ptr<grpc::Channel> channel;
   grpc::ClientContext context;
-  v1::PushReply reply;
-  std::unique_ptr<grpc::ClientWriter<v1::PeerTensor>> writer;
+  grpc::ByteBuffer reply;
+  // The Worker service's Push, written as bytes so a payload goes out without a copy
+  // (wireMessage); the generated stub would serialise the whole message into a new buffer.
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer;
   std::thread thread;
 };
 
@@ -54,7 +111,11 @@ PeerOutbox::~PeerOutbox() {
   }
 }
 
-void PeerOutbox::send(const std::string& peer_name, const std::string& address, v1::PeerTensor tensor) {
+void PeerOutbox::send(const std::string& peer_name, const std::string& address, v1::PeerTensor tensor,
+                      WirePayload payload) {
+  if (payload.size > 0 && !tensor.tensor().data().empty()) {
+    throw std::logic_error("PeerOutbox::send: a tensor with data of its own and a payload");
+  }
   std::lock_guard lock(mutex_);
   if (cancelled_ || error_) return;
   auto& peer = peers_[peer_name];
@@ -65,7 +126,7 @@ void PeerOutbox::send(const std::string& peer_name, const std::string& address, 
     Peer* p = peer.get();
     peer->thread = std::thread([this, p] { runPeer(*p); });
   }
-  peer->queue.push_back(std::move(tensor));
+  peer->queue.push_back({std::move(tensor), std::move(payload)});
   changed_.notify_all();
 }
 
@@ -86,25 +147,30 @@ void PeerOutbox::fail(const WorkerError& error) {
 void PeerOutbox::runPeer(Peer& peer) {
   auto what = [&] { return "push to peer '" + peer.name + "' at " + peer.address; };
   for (;;) {
-    v1::PeerTensor tensor;
+    Outgoing out;
     Clock::time_point start;
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return closing_ || cancelled_ || !peer.queue.empty(); });
       if (peer.queue.empty() || cancelled_) break;
-      tensor = std::move(peer.queue.front());
+      out = std::move(peer.queue.front());
       peer.queue.pop_front();
       peer.writing = true;
       start = Clock::now();
     }
     // The NIC is shared: this message goes on the wire after the ones before it.
-    if (link_ && link_->paced()) std::this_thread::sleep_until(link_->reserve(tensor.ByteSizeLong(), start));
+    if (link_ && link_->paced()) std::this_thread::sleep_until(link_->reserve(out.bytes(), start));
     if (!peer.writer) {
-      peer.stub = v1::Worker::NewStub(makeChannel(peer.address));
+      static const grpc::internal::RpcMethod kPush("/stagecraft.v1.Worker/Push",
+                                                   grpc::internal::RpcMethod::CLIENT_STREAMING);
+      peer.channel = makeChannel(peer.address);
       if (!token_.empty()) peer.context.AddMetadata(control::kTokenMetadataKey, token_);
-      peer.writer = peer.stub->Push(&peer.context, &peer.reply);  // only this thread touches writer
+      // Only this thread touches writer.
+      peer.writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(peer.channel.get(), kPush,
+                                                                                     &peer.context, &peer.reply));
     }
-    const bool ok = peer.writer->Write(tensor);
+    const bool ok = peer.writer->Write(wireMessage(out));
+    const v1::PeerTensor& tensor = out.tensor;
     {
       std::lock_guard lock(mutex_);
       peer.writing = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stagecraft/v1/worker.grpc.pb.h"
+#include "tensor_wire.h"
 #include "worker_error.h"
 
 namespace stagecraft::worker {
@@ -61,7 +62,9 @@ class PeerOutbox {
   /// Finishes the streams (cancel() first to drop what is queued).
   ~PeerOutbox();
 
-  void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor);
+  /// Queues `tensor` for `peer`; with a `payload`, `tensor`'s data must be empty and the
+  /// payload's bytes become it on the wire (a receiver parses an ordinary PeerTensor).
+  void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor, WirePayload payload = {});
   /// Waits until everything queued is written; throws the first send error, Aborted
   /// after cancel(), or DeadlineExceeded after `timeout`.
   void flush(std::chrono::milliseconds timeout);

@@ -434,6 +434,41 @@ v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {
   return out;
 }
 
+std::pair<v1::Tensor, WirePayload> toWire(const torch::Tensor& tensor, const std::string& name) {
+  if constexpr (std::endian::native == std::endian::big) {
+    return {toProto(tensor, name), {}};  // the bytes are swapped into a copy there
+  }
+  torch::Tensor t = tensor.detach().to(torch::kCPU);
+  if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kInt64) {
+    t = t.to(at::isFloatingType(t.scalar_type()) ? torch::kFloat32 : torch::kInt64);
+  }
+  t = t.contiguous();
+  v1::Tensor header;
+  header.set_name(name);
+  header.set_dtype(t.scalar_type() == torch::kInt64 ? "int64" : "float32");
+  for (auto d : t.sizes()) header.add_shape(d);
+  WirePayload payload;
+  payload.size = t.nbytes();
+  if (payload.size > 0) {
+    payload.data = static_cast<const char*>(t.data_ptr());
+    payload.owner = std::make_shared<torch::Tensor>(std::move(t));
+  }
+  return {std::move(header), std::move(payload)};
+}
+
+torch::Tensor fromProto(v1::Tensor&& tensor) {
+  const TensorWireLayout layout = checkTensorWire(tensor);  // throws a protocol Error for a malformed message
+  // A short tensor is copied as ever; a long one's storage becomes the string's buffer
+  // (operator new's alignment suits float32 and int64).
+  constexpr std::size_t kTakeFrom = 4096;
+  if (std::endian::native == std::endian::big || tensor.data().size() < kTakeFrom) return fromProto(tensor);
+  const auto type = layout.dtype == WireDtype::Int64 ? torch::kInt64 : torch::kFloat32;
+  auto* bytes = new std::string(std::move(*tensor.mutable_data()));
+  tensor.clear_data();
+  return torch::from_blob(
+      bytes->data(), layout.shape, [bytes](void*) { delete bytes; }, torch::TensorOptions().dtype(type));
+}
+
 torch::Tensor fromProto(const v1::Tensor& tensor) {
   const TensorWireLayout layout = checkTensorWire(tensor);  // throws a protocol Error for a malformed message
   const auto type = layout.dtype == WireDtype::Int64 ? torch::kInt64 : torch::kFloat32;

@@ -107,8 +107,8 @@ struct StageRuntime::Impl {
     }
     std::vector<torch::Tensor> parts;
     parts.reserve(slices.size());
-    for (const auto& slice : slices) {
-      parts.push_back(fromProto(slice.tensor()));
+    for (auto& slice : slices) {
+      parts.push_back(fromProto(std::move(*slice.mutable_tensor())));
       event(m, "receive", slice.sender(), start, end);
     }
     return parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
@@ -128,9 +128,11 @@ struct StageRuntime::Impl {
       message.set_gradient(gradient);
       message.set_sample_begin(peer.sample_begin);
       message.set_samples(peer.samples);
-      *message.mutable_tensor() =
-          toProto(tensor.narrow(0, peer.sample_begin - layout.sample_begin, peer.samples).detach().contiguous());
-      outbox.send(peer.peer, peer.address, std::move(message));
+      // Sent from the tensor's memory: outputs are kept for the backward and inputs'
+      // gradients are not written again, and the step flushes before the optimizer writes.
+      auto [header, payload] = toWire(tensor.narrow(0, peer.sample_begin - layout.sample_begin, peer.samples));
+      *message.mutable_tensor() = std::move(header);
+      outbox.send(peer.peer, peer.address, std::move(message), std::move(payload));
     }
   }
 

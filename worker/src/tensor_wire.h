@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,15 @@ constexpr int kMaxTensorRank = 16;
 /// The product of the shape's dimensions, zeros counted as one (the largest contiguous
 /// stride LibTorch computes, in int64), must stay below this; so must the element count.
 constexpr std::uint64_t kMaxTensorExtent = std::uint64_t{1} << 58;
+
+/// Tensor bytes sent from where they lie instead of through the message (PeerOutbox::send):
+/// they go on the wire as the PeerTensor's tensor.data, after the rest of the message, with
+/// no copy on the sending side. `owner` keeps the memory alive until gRPC is done with it.
+struct WirePayload {
+  const char* data = nullptr;
+  std::size_t size = 0;
+  std::shared_ptr<const void> owner;
+};
 
 /// The layout of `tensor`. Throws stagecraft::Error (of kind Protocol) naming the tensor for an unknown dtype,
 /// a rank over kMaxTensorRank, a negative dimension, a shape over kMaxTensorExtent or data

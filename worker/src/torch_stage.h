@@ -14,6 +14,7 @@
 #include "stagecraft/v1/cluster.pb.h"
 #include "stagecraft/v1/model.pb.h"
 #include "stagecraft/v1/worker.pb.h"
+#include "tensor_wire.h"
 
 namespace stagecraft::worker {
 
@@ -85,8 +86,16 @@ std::unique_ptr<torch::optim::Optimizer> makeOptimizer(std::vector<torch::Tensor
                                                        const v1::OptimizerConfig& config);
 
 v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name = {});
+/// `tensor` for PeerOutbox::send without a copy: the message without its bytes, and the
+/// bytes of a contiguous CPU float32/int64 view that holds the tensor's storage. The tensor
+/// must not be written while the send is queued (a stage sends outputs its backward keeps
+/// and its inputs' gradients, and flushes before the optimizer writes).
+std::pair<v1::Tensor, WirePayload> toWire(const torch::Tensor& tensor, const std::string& name = {});
 /// Throws stagecraft::Error for a malformed tensor (size does not match shape and dtype).
 torch::Tensor fromProto(const v1::Tensor& tensor);
+/// fromProto that takes the message's bytes instead of copying them (`tensor`'s data is
+/// left empty).
+torch::Tensor fromProto(v1::Tensor&& tensor);
 
 /// Parameters and buffers of a stage, in module order.
 v1::StageWeights getWeights(StageModule& module);
