@@ -412,16 +412,27 @@ std::vector<torch::Tensor> StageModuleImpl::layerParameters(int i) const {
 
 // ---- tensors -------------------------------------------------------------------------
 
-v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {
+namespace {
+
+/// `tensor` as the wire carries it: on the CPU, float32 or int64, contiguous (a view when it
+/// already is); `header` gets its name, dtype and shape.
+torch::Tensor wireTensor(const torch::Tensor& tensor, const std::string& name, v1::Tensor& header) {
   torch::Tensor t = tensor.detach().to(torch::kCPU);
   if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kInt64) {
     t = t.to(at::isFloatingType(t.scalar_type()) ? torch::kFloat32 : torch::kInt64);
   }
   t = t.contiguous();
+  header.set_name(name);
+  header.set_dtype(t.scalar_type() == torch::kInt64 ? "int64" : "float32");
+  for (auto d : t.sizes()) header.add_shape(d);
+  return t;
+}
+
+}  // namespace
+
+v1::Tensor toProto(const torch::Tensor& tensor, const std::string& name) {
   v1::Tensor out;
-  out.set_name(name);
-  out.set_dtype(t.scalar_type() == torch::kInt64 ? "int64" : "float32");
-  for (auto d : t.sizes()) out.add_shape(d);
+  const torch::Tensor t = wireTensor(tensor, name, out);
   std::string* data = out.mutable_data();
   data->assign(static_cast<const char*>(t.data_ptr()), t.nbytes());  // one pass, no zero-fill first
   if constexpr (std::endian::native == std::endian::big) {
@@ -438,15 +449,8 @@ std::pair<v1::Tensor, WirePayload> toWire(const torch::Tensor& tensor, const std
   if constexpr (std::endian::native == std::endian::big) {
     return {toProto(tensor, name), {}};  // the bytes are swapped into a copy there
   }
-  torch::Tensor t = tensor.detach().to(torch::kCPU);
-  if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kInt64) {
-    t = t.to(at::isFloatingType(t.scalar_type()) ? torch::kFloat32 : torch::kInt64);
-  }
-  t = t.contiguous();
   v1::Tensor header;
-  header.set_name(name);
-  header.set_dtype(t.scalar_type() == torch::kInt64 ? "int64" : "float32");
-  for (auto d : t.sizes()) header.add_shape(d);
+  torch::Tensor t = wireTensor(tensor, name, header);
   WirePayload payload;
   payload.size = t.nbytes();
   if (payload.size > 0) {
