@@ -255,24 +255,6 @@ Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
   return outcome.plan;
 }
 
-std::vector<WorkerProbe> TrainingRun::probeSurvivors(const std::string& failed) {
-  std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
-  // The device whose failure stopped the run and refuses a connection is gone. Any other
-  // device that refuses is asked once more a moment later before it is given up: a process
-  // that is gone refuses again, a connection that was being re-established answers.
-  std::vector<int> doubtful;
-  for (int d = 0; d < static_cast<int>(probes.size()); ++d) {
-    if (!probes[d].reachable && !probes[d].timed_out && probes[d].endpoint.name != failed) doubtful.push_back(d);
-  }
-  if (doubtful.empty()) return probes;
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const std::vector<WorkerProbe> again = coordinator_->probe(settings_.probe_deadline);
-  for (int d : doubtful) {
-    if (again[d].reachable) probes[d] = again[d];
-  }
-  return probes;
-}
-
 Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms, RunResult& result,
                               const RunEvents& events) {
   Recovery rec;

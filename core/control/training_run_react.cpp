@@ -1,8 +1,9 @@
 // TrainingRun's reactions to a cluster that changes under it while training: devices that
-// join (elastic runs), devices that fall behind their plan (stragglers), and the backup
-// step kept for a device that may yet be lost.
+// join (elastic runs), devices that fall behind their plan (stragglers), the backup step
+// kept for a device that may yet be lost, and who is left when one is.
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "control/backups.h"
 #include "control/training_run.h"
@@ -37,6 +38,24 @@ void TrainingRun::pinBackups() {
   constexpr std::int64_t kBehindSteps = 2;
   if (ship == 0 && step_ - keep > kBehindSteps && step_ % settings_.backup_every == 0) ship = step_;
   deployment.setBackupSteps(keep, ship);
+}
+
+std::vector<WorkerProbe> TrainingRun::probeSurvivors(const std::string& failed) {
+  std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
+  // The device whose failure stopped the run and refuses a connection is gone. Any other
+  // device that refuses is asked once more a moment later before it is given up: a process
+  // that is gone refuses again, a connection that was being re-established answers.
+  std::vector<int> doubtful;
+  for (int d = 0; d < static_cast<int>(probes.size()); ++d) {
+    if (!probes[d].reachable && !probes[d].timed_out && probes[d].endpoint.name != failed) doubtful.push_back(d);
+  }
+  if (doubtful.empty()) return probes;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::vector<WorkerProbe> again = coordinator_->probe(settings_.probe_deadline);
+  for (int d : doubtful) {
+    if (again[d].reachable) probes[d] = again[d];
+  }
+  return probes;
 }
 
 std::optional<ReplanRequest> TrainingRun::joinCandidate() {
