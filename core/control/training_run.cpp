@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <thread>
 
 #include "control/backups.h"
 #include "control/checkpoint.h"
