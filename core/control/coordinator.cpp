@@ -56,7 +56,7 @@ std::string wholeSeconds(milliseconds ms) { return std::to_string((ms.count() + 
 }  // namespace
 
 Coordinator::Coordinator(Cluster cluster, CoordinatorOptions options)
-    : cluster_(std::move(cluster)), options_(options) {
+    : cluster_(std::move(cluster)), options_(options), stall_limit_(options.silence_limit) {
   clients_.resize(cluster_.size());
   for (int d = 0; d < cluster_.size(); ++d) {
     const Device& device = cluster_.device(d);
@@ -132,9 +132,9 @@ std::vector<StopOutcome> Coordinator::stopJobs(const std::string& job) {
   return out;
 }
 
-void Coordinator::setSilenceLimits(milliseconds probe_after, milliseconds silence_limit) {
+void Coordinator::setSilenceLimits(milliseconds probe_after, milliseconds stall_limit) {
   options_.probe_after = std::max(probe_after, milliseconds(1));
-  options_.silence_limit = std::max(silence_limit, milliseconds(1));
+  stall_limit_ = std::clamp(stall_limit, milliseconds(1), options_.silence_limit);
 }
 
 std::vector<WorkerProbe> Coordinator::probe(milliseconds deadline) {
@@ -401,6 +401,7 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
   std::vector<Clock::time_point> last_heard(n, Clock::now());
   std::vector<Clock::time_point> last_probe(n, Clock::now());
   std::vector<std::int64_t> dropped(n, 0);  // as each member's stream counts them
+  std::vector<bool> noted(n, false);        // its silence past stall_limit_ was logged
   // A member probed after a short silence gets as short an answer time (at least 1 s).
   const milliseconds probe_deadline =
       std::min({options_.call_timeout, milliseconds(5000), std::max(options_.probe_after, milliseconds(1000))});
@@ -412,6 +413,7 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
     const int m = item.member;
     const WorkerEndpoint& who = memberClient(m).endpoint();
     last_heard[m] = Clock::now();
+    noted[m] = false;
     if (item.kind == StreamItem::Kind::Closed) {
       if (aggregator.memberFinished(m)) return;
       if (item.status_code == 0) {
@@ -445,7 +447,10 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
     }
   };
 
-  // Members that have gone quiet: a Heartbeat after probe_after, given up after silence_limit.
+  // Members that have gone quiet: a Heartbeat after probe_after, given up when it is not
+  // answered (a frozen process, a host gone) or no longer on this job, and otherwise after
+  // silence_limit. One that answers is slow (a loaded or throttled device, or waiting on a
+  // slow neighbour), not lost: past stall_limit_ it is named once, and the run waits on.
   // Checked every tick even while other members keep talking.
   const auto watch = [&](Clock::time_point now) {
     for (int m = 0; m < n; ++m) {
@@ -471,6 +476,15 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
                                            (beat.job().empty() ? "" : ", job '" + beat.job() + "'") +
                                            "); did it restart?",
                              ErrorKind::Environment));
+      }
+      if (!noted[m] && now - last_heard[m] >= stall_limit_) {
+        noted[m] = true;
+        if (callbacks.on_log) {
+          callbacks.on_log(who.name, "sent no telemetry for " + wholeSeconds(stall_limit_) +
+                                         " but answers on its job (at step " + std::to_string(beat.step()) +
+                                         "): slow, not lost; waiting up to " +
+                                         wholeSeconds(options_.silence_limit));
+        }
       }
     }
   };

@@ -37,7 +37,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds deploy_timeout{300'000};   ///< building and initialising a stage
   std::chrono::milliseconds subscribe_timeout{2'000};  ///< telemetry streams opening before Start
   std::chrono::milliseconds probe_after{5'000};        ///< a member silent this long gets a Heartbeat
-  std::chrono::milliseconds silence_limit{120'000};    ///< a member silent this long aborts the run
+  /// A member silent this long aborts the run, even one that still answers Heartbeat on its
+  /// job (a worker wedged inside a step). One that stops answering is given up at once.
+  std::chrono::milliseconds silence_limit{120'000};
   int max_message_bytes = kMaxWorkerMessageBytes;
   std::string token;  ///< the cluster token every call carries; empty: none (--insecure workers)
 };
@@ -79,7 +81,8 @@ struct TrainingResult {
 ///
 /// Telemetry: one stream per deployed member, each read on its own thread into one
 /// queue; wait() folds the queue into pipeline steps (TelemetryAggregator), probes a
-/// silent member with Heartbeat and gives up on it after silence_limit. An error from any
+/// silent member with Heartbeat, gives up on it when it does not answer (or no longer runs
+/// the job) and, when it answers, after silence_limit. An error from any
 /// worker stops all of them and ends the run with that worker's message.
 /// What `Coordinator::stopJobs` found and did on one device's worker.
 struct StopOutcome {
@@ -112,9 +115,12 @@ class Coordinator {
   /// Describe on every device's worker without throwing for one that fails, each within
   /// `deadline` (call_timeout when zero).
   std::vector<WorkerProbe> probe(std::chrono::milliseconds deadline = std::chrono::milliseconds(0));
-  /// Changes probe_after and silence_limit for the next wait(): a run that knows its step
-  /// time gives up on a silent member after a few steps instead of the first limit.
-  void setSilenceLimits(std::chrono::milliseconds probe_after, std::chrono::milliseconds silence_limit);
+  /// For the next wait(): a member silent for probe_after gets a Heartbeat (and is given up
+  /// when it does not answer within about as long), and one silent for stall_limit that
+  /// still answers on its job is named in a log line (on_log) once per silence: slow, not
+  /// lost. A run that knows its step time probes after a few steps instead of the first
+  /// limits; silence_limit stays the limit for a member that answers.
+  void setSilenceLimits(std::chrono::milliseconds probe_after, std::chrono::milliseconds stall_limit);
   /// Stops whatever job every device's worker is training (only `job` when not empty), as a
   /// coordinator that crashed would have: a worker's state says whether it trains. Never
   /// throws for one worker; in cluster order.
@@ -217,6 +223,7 @@ class Coordinator {
 
   Cluster cluster_;
   CoordinatorOptions options_;
+  std::chrono::milliseconds stall_limit_;  ///< see setSilenceLimits
   std::vector<std::unique_ptr<WorkerClient>> clients_;  // per device; null without an address
 
   // The deployment.

@@ -383,6 +383,35 @@ TEST(ControlCoordinator, SilentWorkerIsAbortedByTheWatchdog) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
 }
 
+TEST(ControlCoordinator, ASlowWorkerThatAnswersHeartbeatIsWaitedForPastTheStallLimit) {
+  // d1's third step takes 1.5 s (a loaded or throttled device); its Heartbeat answers.
+  std::vector<FakeWorkerScript> scripts(2);
+  scripts[1].events = [](std::int64_t step, const v1::StageAssignment& a) {
+    if (step == 3) std::this_thread::sleep_for(milliseconds(1500));
+    return std::vector<v1::TelemetryEvent>{testing::defaultIteration(step, a, 1)};
+  };
+  FakeCluster fakes = startFakes({100, 100}, scripts);
+  CoordinatorOptions options = quickOptions();
+  options.silence_limit = milliseconds(10000);
+  Coordinator coordinator(fakes.cluster, options);
+  coordinator.setSilenceLimits(milliseconds(100), milliseconds(300));
+  deployStages(coordinator, {{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}});
+  std::vector<std::pair<std::string, std::string>> logs;
+  control::TrainingCallbacks callbacks;
+  callbacks.on_log = [&](const std::string& worker, const std::string& text) { logs.emplace_back(worker, text); };
+  const control::TrainingResult result = coordinator.train(5, callbacks);
+  EXPECT_EQ(result.steps.size(), 5u);
+  // Named once as slow, not given up.
+  int slow = 0;
+  for (const auto& [worker, text] : logs) {
+    if (text.find("slow, not lost") == std::string::npos) continue;
+    ++slow;
+    EXPECT_EQ(worker, "d1");
+    EXPECT_NE(text.find("waiting up to 10 s"), std::string::npos) << text;
+  }
+  EXPECT_EQ(slow, 1);
+}
+
 TEST(ControlCoordinator, SilentWorkerThatLostTheJobIsCaughtByHeartbeat) {
   std::vector<FakeWorkerScript> scripts(2);
   scripts[1].silent_from_step = 2;
