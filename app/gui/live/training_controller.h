@@ -136,6 +136,9 @@ class TrainingController : public QObject {
   bool exportModel(const QString& path);
   /// Whether the deployed model came from a TorchScript file (exportModel() can write it).
   bool canExportModel() const { return model_ && model_->proto().has_script(); }
+  /// The most iteration reports ever posted to this thread and not yet shown at once: the
+  /// bound (1024) holds however far behind this thread falls.
+  int reportsInFlightPeak() const { return reports_in_flight_peak_.load(); }
 
  Q_SIGNALS:
   void stateChanged(stagecraft::gui::TrainingState state);
@@ -270,6 +273,7 @@ class TrainingController : public QObject {
   // is dropped, and counted, rather than queued without end behind a GUI that falls behind.
   static constexpr int kMaxReportsInFlight = 1024;
   std::atomic<int> reports_in_flight_{0};
+  std::atomic<int> reports_in_flight_peak_{0};  // written by the controller's thread only
   std::atomic<std::int64_t> reports_dropped_{0};  // this train(); logged when it ends
   std::thread thread_;
 };

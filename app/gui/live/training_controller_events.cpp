@@ -220,7 +220,7 @@ void TrainingController::onIteration(std::uint64_t generation, int member, int d
     ++reports_dropped_;
     return;
   }
-  ++reports_in_flight_;
+  if (const int now = ++reports_in_flight_; now > reports_in_flight_peak_.load()) reports_in_flight_peak_.store(now);
   const Cluster& cluster = deployment_->run->deployedCluster();
   std::vector<TimelineEvent> timeline = control::timelineEvents(report, device, cluster);
   toGui([this, generation, member, report, timeline = std::move(timeline),
