@@ -100,8 +100,9 @@ int runRun(std::span<const std::string> args) {
       .flag("local", "start local workers for this run (see `cluster up`) and stop them afterwards")
       .option("worker-binary", "PATH", "the stagecraft-worker --local starts")
       .option("step-timeout", "SECONDS",
-              "give up on a worker that reports nothing for this long; once a step time is known, after five "
-              "step times (at least 3 s) if that is shorter",
+              "give up on a worker that reports nothing for this long though it answers heartbeats (a slow "
+              "device is waited for); one that stops answering is given up after about five step times "
+              "(at least 3 s) once a step time is known",
               "120")
       .option("calibrate-after", "N",
               "after step N, re-time every device from telemetry, re-predict the plan and say on stderr when "
