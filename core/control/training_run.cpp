@@ -263,7 +263,14 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
   std::optional<WorkerError> error = first_error;
   for (int attempt = 0;; ++attempt) {
     // Who is gone: every device of the run asked at once, with a short deadline.
+    auto phase = Clock::now();
     const std::vector<WorkerProbe> probes = probeSurvivors(error->worker());
+    const auto phaseDone = [&phase](double& ms) {
+      const auto now = Clock::now();
+      ms += std::chrono::duration<double, std::milli>(now - phase).count();
+      phase = now;
+    };
+    phaseDone(rec.probe_ms);
     const Cluster& current = *deployed_->cluster;
     std::vector<std::string> lost, live, kept;
     std::string why_lost;  // each lost device's own answer, for the report
@@ -300,7 +307,9 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       // Otherwise the failure is the job's (bad data, a NaN), not a device's.
       if (!error->timedOut()) throw *error;
       coordinator_->stopJobs();
+      phaseDone(rec.probe_ms);
       rec.backup = gatherBackup(kept);
+      phaseDone(rec.state_ms);
       rec.device = error->worker();
       rec.reason = error->what();
       rec.kind = RecoveryKind::Stalled;
@@ -312,6 +321,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
       rec.reason = error->what() + why_lost;
       rec.backup = gatherBackup(kept);
+      phaseDone(rec.state_ms);
 
       // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
       // lost share. A new plan over every live device when that is impossible, does not fit,
@@ -348,10 +358,14 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     rec.stages = next->stageCount();
     rec.devices = 0;
     for (const Stage& s : next->stages) rec.devices += static_cast<int>(s.members.size());
+    phaseDone(rec.plan_ms);
     if (events.on_failure) events.on_failure(rec);
+    phase = Clock::now();  // what on_failure does is the caller's time
     try {
       install(*next, over, backup_ ? &*backup_ : nullptr);
+      phaseDone(rec.deploy_ms);
     } catch (const WorkerError& e) {
+      phaseDone(rec.deploy_ms);
       // Another device went while deploying: look again (a few times at most).
       if (attempt >= 3) throw;
       error = e;

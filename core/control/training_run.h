@@ -52,6 +52,12 @@ struct Recovery {
   std::string backup;
   double detected_ms = 0;   ///< from the last completed step to noticing the failure
   double recovered_ms = 0;  ///< from noticing it to the first step completed afterwards
+  /// Where recovered_ms went before the first step: asking who is left, finding (and
+  /// fetching) the state to replay from, choosing the plan, deploying it.
+  double probe_ms = 0;
+  double state_ms = 0;
+  double plan_ms = 0;
+  double deploy_ms = 0;
   int stages = 0;           ///< of the plan that continued
   int devices = 0;          ///< of that plan
 };
