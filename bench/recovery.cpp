@@ -89,6 +89,7 @@ struct Outcome {
   std::int64_t replayed = 0;
   std::string action;
   control::Recovery phases;  // where the recovery's time went
+  std::int64_t every = 0;    // steps between backups when the device was killed
 };
 
 /// Local workers stopped however measure() ends (an exception, a failed goal).
@@ -132,6 +133,7 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   control::RunEvents events;
   events.on_step = [&](const control::StepResult& s) {
     if (s.step == kill_after && killed == Clock::time_point{}) {
+      out.every = run.backupEvery();
       ::kill(static_cast<pid_t>(local.state().workers(role.victim).pid()), SIGKILL);
       killed = Clock::now();
     }
@@ -163,6 +165,10 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
       std::fprintf(stderr, "\n");
     };
     show("recovered", run.plan(), run.deployedCluster());
+    for (const auto& r : result.recoveries) {
+      std::fprintf(stderr, "recovery: from step %lld (failed after %lld), state from %s\n", static_cast<long long>(r.step),
+                   static_cast<long long>(r.failed_after), r.backup.c_str());
+    }
     for (const auto& s : result.steps) std::fprintf(stderr, "step %lld %.0f ms\n", static_cast<long long>(s.step), s.iteration_ms);
     for (const auto& [name, f] : run.computeFactors()) std::fprintf(stderr, "factor %s %.2f\n", name.c_str(), f);
   }
@@ -220,6 +226,7 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
 /// plan and the same local workers, in alternating rounds (the median step of each).
 struct Overhead {
   double with_ms = 0, without_ms = 0, copy_share = 0;
+  std::int64_t every = 0;  // the stride the runs with backups ended on
 };
 
 double medianStepMs(const std::vector<control::StepResult>& steps) {
@@ -249,6 +256,7 @@ Overhead measureOverhead(const std::vector<Stage>& stages, const ModelSpec& mode
   coordinator.token = started->token();
   std::vector<double> with, without;
   double copy_share = 0;
+  std::int64_t stride = 0;
   for (int round = 0; round < 3; ++round) {
     for (const std::int64_t every : {backup_every, std::int64_t{0}}) {
       control::RunSettings settings;
@@ -256,13 +264,16 @@ Overhead measureOverhead(const std::vector<Stage>& stages, const ModelSpec& mode
       control::TrainingRun run(cluster, model, Optimizer::Sgd, training, coordinator, settings);
       run.deploy(plan);
       const control::RunResult result = run.train(10);
-      (every > 0 ? with : without).push_back(medianStepMs(result.steps));
-      if (every > 0) copy_share = std::max(copy_share, result.backup_share);
+      (every != 0 ? with : without).push_back(medianStepMs(result.steps));
+      if (every != 0) {
+        copy_share = std::max(copy_share, result.backup_share);
+        stride = run.backupEvery();
+      }
     }
   }
   std::sort(with.begin(), with.end());
   std::sort(without.begin(), without.end());
-  return Overhead{with[with.size() / 2], without[without.size() / 2], copy_share};
+  return Overhead{with[with.size() / 2], without[without.size() / 2], copy_share, stride};
 }
 
 }  // namespace
@@ -271,20 +282,22 @@ int main(int argc, char** argv) {
   std::string model_name = "mlp";
   int batch = 32;
   std::int64_t steps = 12;
-  std::int64_t backup_every = 1;
+  std::int64_t backup_every = control::RunSettings::kAutoBackups;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--backup-every")) backup_every = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--backup-every")) {
+      backup_every = std::strcmp(argv[i + 1], "auto") ? std::atoll(argv[i + 1]) : control::RunSettings::kAutoBackups;
+    }
     else {
-      std::fprintf(stderr, "usage: %s [--model mlp] [--batch 32] [--steps 12] [--backup-every N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--model mlp] [--batch 32] [--steps 12] [--backup-every N|auto]\n", argv[0]);
       return 2;
     }
   }
   const ModelSpec model = loadModel(model_name);
-  if (batch % 8 != 0 || backup_every < 1) {
-    std::fprintf(stderr, "--batch must be a multiple of 8, --backup-every at least 1\n");
+  if (batch % 8 != 0 || (backup_every < 1 && backup_every != control::RunSettings::kAutoBackups)) {
+    std::fprintf(stderr, "--batch must be a multiple of 8, --backup-every at least 1 or auto\n");
     return 2;
   }
   const int L = model.layerCount();
@@ -303,19 +316,23 @@ int main(int argc, char** argv) {
   local_options.worker_binary = control::findWorkerBinary({}, argv[0]);
   local_options.state_directory = (dir / "state").string();
 
-  std::printf("Recovery, %s, batch %d, %lld steps, killed after step %lld, backups every %lld steps; 4 local workers, "
+  const std::string every = backup_every == control::RunSettings::kAutoBackups
+                                ? std::string("auto (within 5% of a step)")
+                                : "every " + std::to_string(backup_every) + " steps";
+  std::printf("Recovery, %s, batch %d, %lld steps, killed after step %lld, backups %s; 4 local workers, "
               "1 thread each\n\n",
               model.name().c_str(), batch, static_cast<long long>(steps), static_cast<long long>(steps / 2),
-              static_cast<long long>(backup_every));
+              every.c_str());
   bool ok = true;
   std::vector<std::string> goals;
   try {
     const Overhead o = measureOverhead(alone, model, batch, backup_every, local_options, dir);
     const double overhead = o.without_ms > 0 ? o.with_ms / o.without_ms - 1 : 0;
-    std::printf("Backups every %lld steps, side by side on the first plan (median step, 3 alternating rounds of 10 "
-                "steps): %.1f ms with, %.1f ms without: %+.1f%%; the copies held the backing-up stages up for %.1f%% "
-                "of a step\n\n",
-                static_cast<long long>(backup_every), o.with_ms, o.without_ms, overhead * 100, o.copy_share * 100);
+    std::printf("Backups %s (ended on every %lld), side by side on the first plan (median step, 3 alternating "
+                "rounds of 10 steps): %.1f ms with, %.1f ms without: %+.1f%%; the copies held the backing-up stages "
+                "up for %.1f%% of a step\n\n",
+                every.c_str(), static_cast<long long>(o.every), o.with_ms, o.without_ms, overhead * 100,
+                o.copy_share * 100);
     const bool met = overhead <= 0.05;
     goals.push_back(std::string("goal backup overhead <= 5% of a step: ") + (met ? "met" : "MISSED"));
     ok = ok && met;
@@ -323,14 +340,14 @@ int main(int argc, char** argv) {
     std::printf("Backup overhead: failed: %s\n\n", e.what());
     ok = false;
   }
-  std::printf("| role | action | replayed steps | recovery (s) | caught up (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Role& role : roles) {
     Outcome o;
     try {
       o = measure(role, model, batch, steps, backup_every, local_options, dir);
     } catch (const std::exception& e) {
-      std::printf("| %s | failed: %s | | | | | | | | |\n", role.name, e.what());
+      std::printf("| %s | failed: %s | | | | | | | | | |\n", role.name, e.what());
       ok = false;
       continue;
     }
@@ -339,8 +356,9 @@ int main(int argc, char** argv) {
     // Kill to noticing it, then the recovery's phases up to the first step completed.
     const control::Recovery& r = o.phases;
     const double before_step = r.probe_ms + r.state_ms + r.plan_ms + r.deploy_ms;
-    std::printf("| %s | %s | %lld | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f%% | %.0f + %.0f + %.0f + %.0f + %.0f + %.0f |\n",
-                role.name, o.action.c_str(), static_cast<long long>(o.replayed), o.recovery_ms / 1000,
+    std::printf("| %s | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f%% | %.0f + %.0f + %.0f + %.0f + %.0f + %.0f |\n",
+                role.name, o.action.c_str(), static_cast<long long>(o.every), static_cast<long long>(o.replayed),
+                o.recovery_ms / 1000,
                 o.caught_up_ms / 1000, o.restart_ms / 1000, ratio, after, o.backup_share * 100,
                 o.recovery_ms - r.recovered_ms, r.probe_ms, r.state_ms, r.plan_ms, r.deploy_ms,
                 r.recovered_ms - before_step);

@@ -119,11 +119,13 @@ int runRun(std::span<const std::string> args) {
               "go on from DIR/checkpoint.pb: its model, weights, optimizer state, data and plan (re-planned "
               "when its devices are not all in --cluster); --steps is then the step to reach; stale jobs on "
               "the workers are stopped first")
-      .option("backup-every", "N",
+      .option("backup-every", "N|auto",
               "after every N-th step each stage keeps its weights and optimizer state and sends a copy to a "
               "neighbour device (beside training, not in its way): what a lost device's run replays from "
-              "(0: none; the run then replays from the last checkpoint or its start)",
-              "1")
+              "(0: none; the run then replays from the last checkpoint or its start). auto: as often as costs "
+              "the busiest device at most 5% of a step (copies, serialising, its link), re-chosen as steps are "
+              "timed",
+              "auto")
       .option("eval-every", "N",
               "every N steps and at the end, measure accuracy on held-out samples (a forward pass through the "
               "pipeline between steps; 0: never)",
@@ -269,7 +271,8 @@ int runRun(std::span<const std::string> args) {
   settings.recover = !parsed.flag("no-recover");
   settings.elastic = parsed.flag("elastic");
   settings.auto_replan = parsed.flag("auto-replan");
-  settings.backup_every = parsed.nonNegativeInt("backup-every");
+  settings.backup_every = parsed.value("backup-every") == "auto" ? control::RunSettings::kAutoBackups
+                                                                 : parsed.nonNegativeInt("backup-every");
   settings.eval_every = eval_every;
   if (parsed.has("eval-samples")) settings.eval_samples = parsed.positiveInt("eval-samples");
   if (!from_file) settings.planner = parsed.value("planner");
@@ -567,7 +570,7 @@ int runRun(std::span<const std::string> args) {
   }
   if (result.backup_share > 0) {
     std::cout << "  backups held up the stages that take them for " << percent(result.backup_share)
-              << " of a step (every " << settings.backup_every << (settings.backup_every == 1 ? " step" : " steps")
+              << " of a step (every " << run.backupEvery() << (run.backupEvery() == 1 ? " step" : " steps")
               << ", sent to a neighbour beside training)\n";
   }
   if (result.telemetry_dropped > 0) {

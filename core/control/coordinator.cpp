@@ -375,6 +375,7 @@ void Coordinator::start(std::int64_t iterations) {
   request.set_iterations(iterations);
   request.set_keep_backup_step(keep_backup_step_);
   request.set_ship_backup_step(ship_backup_step_);
+  request.set_backup_every(backup_every_);
   started_at_ = Clock::now();
   try {
     parallelFor(static_cast<int>(member_device_.size()),

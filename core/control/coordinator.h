@@ -173,6 +173,8 @@ class Coordinator {
   }
   std::int64_t keepBackupStep() const { return keep_backup_step_; }
   std::int64_t shipBackupStep() const { return ship_backup_step_; }
+  /// Steps between backups sent with every Start from now on (0: as deployed).
+  void setBackupEvery(std::int64_t every) { backup_every_ = every; }
   /// start() then wait().
   TrainingResult train(std::int64_t iterations, const TrainingCallbacks& callbacks = {},
                        const std::atomic<bool>* cancel = nullptr);
@@ -241,6 +243,7 @@ class Coordinator {
   std::vector<bool> subscribed_;
   std::chrono::steady_clock::time_point started_at_;
   std::int64_t keep_backup_step_ = 0, ship_backup_step_ = 0;
+  std::int64_t backup_every_ = 0;
 };
 
 }  // namespace stagecraft::control

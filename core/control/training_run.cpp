@@ -82,7 +82,7 @@ CostBasis TrainingRun::costBasis() const {
   CostBasis basis;
   basis.profiles = profiles_;
   basis.factors = factors_;
-  basis.backups = settings_.backup_every > 0;
+  basis.backups = settings_.backup_every != 0;
   return basis;
 }
 
@@ -105,8 +105,20 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
 
 void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
+  const CostModel cost = costModel(*over);
+  double predicted_ms = 0;
+  try {
+    predicted_ms = simulate(plan, cost).iteration_ms;
+  } catch (const std::exception&) {
+    predicted_ms = 0;  // a plan the simulator cannot price still trains
+  }
+  // Backups as often as their budget allows at the predicted step time; the measured one
+  // adjusts it before each segment (pinBackups).
+  backup_cost_ = backupCost(plan, cost);
+  backup_every_ = settings_.backup_every >= 0 ? settings_.backup_every
+                                              : backupStride(backup_cost_, predicted_ms, settings_.backup_budget);
   TrainingOptions options = options_;
-  options.backup_every = std::max<std::int64_t>(settings_.backup_every, 0);
+  options.backup_every = backup_every_;
   if (weights) {
     coordinator->deploy(plan, *model_, options, *weights);
   } else {
@@ -114,7 +126,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
     coordinator->deploy(plan, *model_, options);
   }
   deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator), std::nullopt});
-  deployed_->expected.emplace(costModel(*deployed_->cluster));
+  deployed_->expected.emplace(cost);
   stragglers_ = StragglerWatch(settings_.straggler);
   promises_.forget();  // replan() says when a deployment was chosen on a promise
   step_ = weights ? weights->step : backup_step_;
@@ -122,11 +134,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   // A new plan has a step time of its own (slower without a lost fast device, and its
   // first step warms up): until it is measured, one-step segments under the user's limit.
   step_ms_ = 0;
-  try {
-    predicted_sps_ = simulate(plan, costModel(*deployed_->cluster)).samples_per_second;
-  } catch (const std::exception&) {
-    predicted_sps_ = 0;  // a plan the simulator cannot price still trains
-  }
+  predicted_sps_ = predicted_ms > 0 ? plan.batch_size * 1000.0 / predicted_ms : 0;
 }
 
 void TrainingRun::applySilenceLimits() {
@@ -178,7 +186,7 @@ void TrainingRun::takeBackup(RunResult& result) {
 }
 
 std::string TrainingRun::gatherBackup(std::span<const std::string> live) {
-  if (settings_.backup_every <= 0) return "checkpoint or deployment";
+  if (settings_.backup_every == 0) return "checkpoint or deployment";
   std::string where;
   auto weights = gatherBackups(*deployed_->coordinator, live, step_, settings_.probe_deadline * 5, &where);
   if (!weights || weights->step <= backup_step_) return "checkpoint or deployment";
@@ -254,129 +262,6 @@ Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
   return outcome.plan;
 }
 
-Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms, RunResult& result,
-                              const RunEvents& events) {
-  Recovery rec;
-  rec.failed_after = step_;
-  rec.detected_ms = detected_ms;
-  updateFactors();
-  std::optional<WorkerError> error = first_error;
-  for (int attempt = 0;; ++attempt) {
-    // Who is gone: every device of the run asked at once, with a short deadline.
-    auto phase = Clock::now();
-    const std::vector<WorkerProbe> probes = probeSurvivors(error->worker());
-    const auto phaseDone = [&phase](double& ms) {
-      const auto now = Clock::now();
-      ms += std::chrono::duration<double, std::milli>(now - phase).count();
-      phase = now;
-    };
-    phaseDone(rec.probe_ms);
-    const Cluster& current = *deployed_->cluster;
-    std::vector<std::string> lost, live, kept;
-    std::string why_lost;  // each lost device's own answer, for the report
-    bool all_timed_out = true;
-    const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
-    const std::string& job = deployed_->coordinator->job();
-    for (int d = 0; d < cluster_->size(); ++d) {
-      const std::string& name = cluster_->device(d).name;
-      const auto in_plan = current.find(name);
-      const bool planned = in_plan && stage_of[*in_plan] >= 0;
-      // A device of the plan that answers without the job has lost its stage's state: its
-      // worker was restarted, or another process now listens at its address. It is lost
-      // to this recovery (an elastic run may take it in again later).
-      const bool without_job = planned && probes[d].reachable && probes[d].info.job() != job;
-      if (probes[d].reachable && !without_job) {
-        live.push_back(name);
-        if (in_plan) kept.push_back(name);
-      } else if (planned) {
-        lost.push_back(name);
-        all_timed_out = all_timed_out && probes[d].timed_out;
-        if (without_job) {
-          why_lost += "; worker '" + name + "' (" + probes[d].endpoint.address + ") answers without job '" + job +
-                      "' (restarted, or another worker at its address)";
-        } else if (name != error->worker()) {
-          why_lost += "; " + probes[d].error;
-        }
-      }
-    }
-    std::shared_ptr<const Cluster> over;
-    std::optional<Plan> next;
-    if (lost.empty()) {
-      // Every device answers. A member that timed out and answers again was only slow (a
-      // stall shorter than the probe): stop what it still runs and replay on the same plan.
-      // Otherwise the failure is the job's (bad data, a NaN), not a device's.
-      if (!error->timedOut()) throw *error;
-      coordinator_->stopJobs();
-      phaseDone(rec.probe_ms);
-      rec.backup = gatherBackup(kept);
-      phaseDone(rec.state_ms);
-      rec.device = error->worker();
-      rec.reason = error->what();
-      rec.kind = RecoveryKind::Stalled;
-      rec.action = "retry";
-      next = deployed_->plan;
-      over = deployed_->cluster;
-    } else {
-      rec.device = joinNames(lost);
-      rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
-      rec.reason = error->what() + why_lost;
-      rec.backup = gatherBackup(kept);
-      phaseDone(rec.state_ms);
-
-      // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
-      // lost share. A new plan over every live device when that is impossible, does not fit,
-      // or is predicted clearly slower than a fresh plan.
-      double next_ms = 0;
-      if (!kept.empty()) {
-        auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
-        if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-          const CostModel cost = costModel(*narrowed);
-          if (validatePlan(*p, cost).empty()) {
-            next = std::move(*p);
-            next_ms = simulate(*next, cost).iteration_ms;
-            over = narrowed;
-            rec.action = "group";
-          }
-        }
-      }
-      auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
-      try {
-        Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
-        const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
-        if (!next || fresh_ms * settings_.replan_gain < next_ms) {
-          next = std::move(fresh);
-          over = everyone;
-          rec.action = "replan";
-        }
-      } catch (const Error&) {
-        if (!next) throw;
-      }
-    }
-
-    rec.step = backup_step_;
-    rec.replayed_steps = rec.failed_after - backup_step_;
-    rec.stages = next->stageCount();
-    rec.devices = 0;
-    for (const Stage& s : next->stages) rec.devices += static_cast<int>(s.members.size());
-    phaseDone(rec.plan_ms);
-    if (events.on_failure) events.on_failure(rec);
-    phase = Clock::now();  // what on_failure does is the caller's time
-    try {
-      install(*next, over, backup_ ? &*backup_ : nullptr);
-      phaseDone(rec.deploy_ms);
-    } catch (const WorkerError& e) {
-      phaseDone(rec.deploy_ms);
-      // Another device went while deploying: look again (a few times at most).
-      if (attempt >= 3) throw;
-      error = e;
-      continue;
-    }
-    // Steps past the backup are computed again; they count once.
-    std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
-    return rec;
-  }
-}
-
 Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   Recovery rec;
   rec.kind = request.kind;
@@ -424,7 +309,7 @@ void TrainingRun::goBackFrom(Divergence& divergence, RunResult& result) {
   // The coordinator's own copy (a checkpoint's) may be of the weights that diverged.
   const bool held_too_new = backup_step_ > divergence.step - 2;
   for (const std::int64_t at_most : {divergence.step - 2, divergence.step - 1}) {
-    if (settings_.backup_every <= 0 || (!held_too_new && at_most <= backup_step_)) break;
+    if (settings_.backup_every == 0 || (!held_too_new && at_most <= backup_step_)) break;
     auto weights = gatherBackups(*deployed_->coordinator, deployed, at_most, settings_.probe_deadline * 5);
     if (weights && (held_too_new || weights->step > backup_step_)) {
       backup_step_ = weights->step;

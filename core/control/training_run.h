@@ -69,8 +69,11 @@ struct RunSettings {
   /// weights and optimizer state and sends a copy to a neighbour device, on a thread of its
   /// own (TrainingOptions::backup_every). A lost device's run replays from the newest step
   /// every stage still has. 0: none; the run then replays from its last checkpoint or
-  /// deployment.
-  std::int64_t backup_every = 1;
+  /// deployment. kAutoBackups: as often as backup_budget allows, from what one round costs
+  /// (backupCost, backupStride) against the step time (predicted, then measured).
+  static constexpr std::int64_t kAutoBackups = -1;
+  std::int64_t backup_every = kAutoBackups;
+  double backup_budget = 0.05;  ///< share of a step the backups may cost (kAutoBackups)
   bool recover = true;        ///< false: a lost device ends the run (WorkerError), as before
   int max_recoveries = 16;    ///< more failures than this end the run
   /// Describe deadline when finding out which devices are gone.
@@ -267,6 +270,9 @@ class TrainingRun {
   const std::map<std::string, double>& computeFactors() const { return factors_; }
   /// The step of the latest backup (the seed's start step before the first).
   std::int64_t backupStep() const { return backup_step_; }
+  /// Steps between backups now (RunSettings::backup_every, or what kAutoBackups chose for
+  /// the deployed plan); 0: none.
+  std::int64_t backupEvery() const { return backup_every_; }
 
  private:
   struct Deployed;
@@ -320,6 +326,8 @@ class TrainingRun {
   // checkpoint or the workers' backups after a loss), or (none) the seed at backup_step_.
   std::optional<ModelWeights> backup_;
   std::int64_t backup_step_ = 0;
+  std::int64_t backup_every_ = 0;     // backupEvery()
+  BackupCost backup_cost_;            // of the deployed plan (kAutoBackups)
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
   std::int64_t eval_step_ = -1;       // the step last evaluated

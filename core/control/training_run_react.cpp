@@ -1,6 +1,6 @@
 // TrainingRun's reactions to a cluster that changes under it while training: devices that
 // join (elastic runs), devices that fall behind their plan (stragglers), the backup step
-// kept for a device that may yet be lost, and who is left when one is.
+// kept for a device that may yet be lost, who is left when one is, and the recovery.
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -8,13 +8,24 @@
 #include "control/backups.h"
 #include "control/training_run.h"
 #include "io/error.h"
+#include "plan/validation.h"
 #include "sim/simulator.h"
 
 namespace stagecraft::control {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
 
 void TrainingRun::pinBackups() {
-  if (settings_.backup_every <= 0) return;
+  if (settings_.backup_every == 0) return;
   Coordinator& deployment = *deployed_->coordinator;
+  if (settings_.backup_every < 0 && step_ms_ > 0) {
+    // The stride the budget allows at the step time measured now.
+    backup_every_ = backupStride(backup_cost_, step_ms_, settings_.backup_budget);
+    deployment.setBackupEvery(backup_every_);
+  }
   // Between segments, so briefly: a device that does not answer now is the segment's to find.
   // Only each stage's rank-0 member (its own copies) and its backup target (the copies it
   // holds) are asked, not every member of a wide group.
@@ -36,7 +47,7 @@ void TrainingRun::pinBackups() {
   // unskipped (the one every stage has just backed up) is named only when they fall behind,
   // since it goes before the newer copies and so makes the usual replay longer.
   constexpr std::int64_t kBehindSteps = 2;
-  if (ship == 0 && step_ - keep > kBehindSteps && step_ % settings_.backup_every == 0) ship = step_;
+  if (ship == 0 && step_ - keep > kBehindSteps && step_ % backup_every_ == 0) ship = step_;
   deployment.setBackupSteps(keep, ship);
 }
 
@@ -56,6 +67,129 @@ std::vector<WorkerProbe> TrainingRun::probeSurvivors(const std::string& failed) 
     if (again[d].reachable) probes[d] = again[d];
   }
   return probes;
+}
+
+Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms, RunResult& result,
+                              const RunEvents& events) {
+  Recovery rec;
+  rec.failed_after = step_;
+  rec.detected_ms = detected_ms;
+  updateFactors();
+  std::optional<WorkerError> error = first_error;
+  for (int attempt = 0;; ++attempt) {
+    // Who is gone: every device of the run asked at once, with a short deadline.
+    auto phase = Clock::now();
+    const std::vector<WorkerProbe> probes = probeSurvivors(error->worker());
+    const auto phaseDone = [&phase](double& ms) {
+      const auto now = Clock::now();
+      ms += std::chrono::duration<double, std::milli>(now - phase).count();
+      phase = now;
+    };
+    phaseDone(rec.probe_ms);
+    const Cluster& current = *deployed_->cluster;
+    std::vector<std::string> lost, live, kept;
+    std::string why_lost;  // each lost device's own answer, for the report
+    bool all_timed_out = true;
+    const std::vector<int> stage_of = deployed_->plan.stageOfDevice(current.size());
+    const std::string& job = deployed_->coordinator->job();
+    for (int d = 0; d < cluster_->size(); ++d) {
+      const std::string& name = cluster_->device(d).name;
+      const auto in_plan = current.find(name);
+      const bool planned = in_plan && stage_of[*in_plan] >= 0;
+      // A device of the plan that answers without the job has lost its stage's state: its
+      // worker was restarted, or another process now listens at its address. It is lost
+      // to this recovery (an elastic run may take it in again later).
+      const bool without_job = planned && probes[d].reachable && probes[d].info.job() != job;
+      if (probes[d].reachable && !without_job) {
+        live.push_back(name);
+        if (in_plan) kept.push_back(name);
+      } else if (planned) {
+        lost.push_back(name);
+        all_timed_out = all_timed_out && probes[d].timed_out;
+        if (without_job) {
+          why_lost += "; worker '" + name + "' (" + probes[d].endpoint.address + ") answers without job '" + job +
+                      "' (restarted, or another worker at its address)";
+        } else if (name != error->worker()) {
+          why_lost += "; " + probes[d].error;
+        }
+      }
+    }
+    std::shared_ptr<const Cluster> over;
+    std::optional<Plan> next;
+    if (lost.empty()) {
+      // Every device answers. A member that timed out and answers again was only slow (a
+      // stall shorter than the probe): stop what it still runs and replay on the same plan.
+      // Otherwise the failure is the job's (bad data, a NaN), not a device's.
+      if (!error->timedOut()) throw *error;
+      coordinator_->stopJobs();
+      phaseDone(rec.probe_ms);
+      rec.backup = gatherBackup(kept);
+      phaseDone(rec.state_ms);
+      rec.device = error->worker();
+      rec.reason = error->what();
+      rec.kind = RecoveryKind::Stalled;
+      rec.action = "retry";
+      next = deployed_->plan;
+      over = deployed_->cluster;
+    } else {
+      rec.device = joinNames(lost);
+      rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
+      rec.reason = error->what() + why_lost;
+      rec.backup = gatherBackup(kept);
+      phaseDone(rec.state_ms);
+
+      // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
+      // lost share. A new plan over every live device when that is impossible, does not fit,
+      // or is predicted clearly slower than a fresh plan.
+      double next_ms = 0;
+      if (!kept.empty()) {
+        auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
+        if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
+          const CostModel cost = costModel(*narrowed);
+          if (validatePlan(*p, cost).empty()) {
+            next = std::move(*p);
+            next_ms = simulate(*next, cost).iteration_ms;
+            over = narrowed;
+            rec.action = "group";
+          }
+        }
+      }
+      auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
+      try {
+        Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
+        const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
+        if (!next || fresh_ms * settings_.replan_gain < next_ms) {
+          next = std::move(fresh);
+          over = everyone;
+          rec.action = "replan";
+        }
+      } catch (const Error&) {
+        if (!next) throw;
+      }
+    }
+
+    rec.step = backup_step_;
+    rec.replayed_steps = rec.failed_after - backup_step_;
+    rec.stages = next->stageCount();
+    rec.devices = 0;
+    for (const Stage& s : next->stages) rec.devices += static_cast<int>(s.members.size());
+    phaseDone(rec.plan_ms);
+    if (events.on_failure) events.on_failure(rec);
+    phase = Clock::now();  // what on_failure does is the caller's time
+    try {
+      install(*next, over, backup_ ? &*backup_ : nullptr);
+      phaseDone(rec.deploy_ms);
+    } catch (const WorkerError& e) {
+      phaseDone(rec.deploy_ms);
+      // Another device went while deploying: look again (a few times at most).
+      if (attempt >= 3) throw;
+      error = e;
+      continue;
+    }
+    // Steps past the backup are computed again; they count once.
+    std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
+    return rec;
+  }
 }
 
 std::optional<ReplanRequest> TrainingRun::joinCandidate() {

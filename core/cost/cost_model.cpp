@@ -156,6 +156,11 @@ double CostModel::allReduceCpuMs(int d, int group_size, double bytes) const {
   return bytes / kBytesPerMb * (2.0 * p.copy_ms_per_mb + 2.0 * (g - 1) / g * p.allreduce_ms_per_mb);
 }
 
+double CostModel::copyMsPerMb(int d) const {
+  if (profiles_[d] && profiles_[d]->copy_ms_per_mb > 0) return profiles_[d]->copy_ms_per_mb;
+  return kAssumedCopyMsPerMb;
+}
+
 double CostModel::transferMs(int a, int b, double bytes) const {
   if (a == b || bytes <= 0) return 0;
   return cluster_->latencyMs(a, b) + bytes * 8.0 / (cluster_->bandwidthMbps(a, b) * 1e3);
@@ -331,6 +336,36 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
   e.iteration_ms = pipeline + tail;
   e.samples_per_second = e.iteration_ms > 0 ? plan.batch_size * 1000.0 / e.iteration_ms : 0;
   return e;
+}
+
+BackupCost backupCost(const Plan& plan, const CostModel& cost) {
+  constexpr double kSenderPasses = 3, kReceiverPasses = 2;
+  std::vector<double> cpu(cost.deviceCount(), 0.0), link(cost.deviceCount(), 0.0);
+  for (int s = 0; s < plan.stageCount(); ++s) {
+    const int to = plan.backupTarget(s);
+    if (to < 0 || plan.stages[s].members.empty()) continue;
+    const int from = plan.stages[s].members.front().device;
+    const double bytes = cost.backupBytes(plan.stages[s].layer_begin, plan.stages[s].layer_end);
+    const double mb = bytes / kBytesPerMb;
+    cpu[from] += kSenderPasses * mb * cost.copyMsPerMb(from);
+    cpu[to] += kReceiverPasses * mb * cost.copyMsPerMb(to);
+    link[from] += cost.wireMs(from, to, bytes);
+  }
+  BackupCost out;
+  for (int d = 0; d < cost.deviceCount(); ++d) {
+    out.cpu_ms = std::max(out.cpu_ms, cpu[d]);
+    out.link_ms = std::max(out.link_ms, link[d]);
+  }
+  return out;
+}
+
+std::int64_t backupStride(const BackupCost& cost, double step_ms, double budget) {
+  constexpr std::int64_t kMostSteps = 10'000;
+  constexpr double kLinkShare = 0.5;
+  if (!(cost.cpu_ms > 0) && !(cost.link_ms > 0)) return 1;
+  if (!(step_ms > 0) || !(budget > 0)) return kMostSteps;
+  const double steps = std::max(cost.cpu_ms / (budget * step_ms), cost.link_ms / (kLinkShare * step_ms));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(std::ceil(steps - 1e-9), 1e9)), 1, kMostSteps);
 }
 
 }  // namespace stagecraft

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -71,6 +72,9 @@ class CostModel {
   /// 2(g-1)/g of them where a member of a pair handles 1 (the profile's allreduce_ms_per_mb
   /// times 2(g-1)/g). 0 without a profile.
   double allReduceCpuMs(int d, int group_size, double bytes) const;
+  /// Milliseconds device `d` takes to copy one MiB in memory: its profile's copy speed, or
+  /// kAssumedCopyMsPerMb without one.
+  double copyMsPerMb(int d) const;
 
   /// latency + bytes / bandwidth of the link a -> b; 0 when a == b or bytes == 0.
   double transferMs(int a, int b, double bytes) const;
@@ -162,5 +166,25 @@ struct PlanEstimate {
 
 /// Assumes a structurally valid plan (see validatePlan); memory is reported, not enforced.
 PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost);
+
+/// A memory copy's speed where no profile timed it: 4 GiB/s, a small board's.
+constexpr double kAssumedCopyMsPerMb = 0.25;
+
+/// What one round of backups under `plan` costs, in ms: each stage's rank-0 member copies
+/// its weights and optimizer state, serialises and sends them (three passes over the bytes at
+/// its copy speed), its backup target receives and parses them (two); `cpu_ms` is the
+/// busiest device's share. `link_ms` is the longest any device's link is busy sending them.
+/// Both 0 when nothing is sent.
+struct BackupCost {
+  double cpu_ms = 0;
+  double link_ms = 0;
+};
+BackupCost backupCost(const Plan& plan, const CostModel& cost);
+
+/// Steps between backups: as few as hold the copies' CPU within `budget` (a share, e.g.
+/// 0.05) of the steps between them, and their bytes within half of those steps' link time
+/// (the rest is the activations'; a link that carries copies longer than that falls behind
+/// and they skip steps). At least 1 and at most 10000.
+std::int64_t backupStride(const BackupCost& cost, double step_ms, double budget);
 
 }  // namespace stagecraft

@@ -406,7 +406,7 @@ TEST_F(CliRunTest, ADivergedRunStopsKeepsItsLastGoodWeightsAndResumesAtALowerRat
   setenv("STAGECRAFT_FAKE_DIVERGE", "21", 1);
   const CapturedRun r = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "40", "--planner", "dp",
                              "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--lr", "0.05",
-                             "--checkpoint-dir", checkpoints, "--json"});
+                             "--checkpoint-dir", checkpoints, "--backup-every", "1", "--json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "stagecraft-cli: training diverged at step 21: the loss")) << r.err;
   EXPECT_TRUE(contains(r.err, "run --resume " + checkpoints + " --steps 40 --lr 0.01")) << r.err;
@@ -414,7 +414,7 @@ TEST_F(CliRunTest, ADivergedRunStopsKeepsItsLastGoodWeightsAndResumesAtALowerRat
   io::parseJson(r.out, report, "run --json");
   ASSERT_TRUE(report.has_diverged());
   EXPECT_EQ(report.diverged().step(), 21);
-  // Two steps back, from the workers' backups, not the checkpoint of step 20.
+  // Two steps back, from the workers' backups of every step, not the checkpoint of step 20.
   EXPECT_EQ(report.diverged().kept_step(), 19);
   EXPECT_EQ(report.steps(), report.diverged().kept_step());
 

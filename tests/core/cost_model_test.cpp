@@ -86,6 +86,67 @@ TEST(CostModel, BackupsCountInMemoryWhereTheyAreKept) {
   EXPECT_THROW(cost.setBackups(-1, 0), std::logic_error) << "a programming error, not input";
 }
 
+TEST(CostModel, ABackupRoundCostsTheBusiestDeviceItsCopiesAndItsLink) {
+  const ModelSpec model = uniformLinearModel(2, 1024);  // 1 Mi parameters per layer: 8 MiB of state with SGD
+  // Three devices on a 1000 Mbit/s network: 8 MiB take 67 ms on the wire.
+  const Cluster cluster = makeCluster({1, 1, 1}, 1e6, 1000);
+  CostModel cost(model, cluster, Optimizer::Sgd);
+  EXPECT_DOUBLE_EQ(cost.backupBytes(0, 1) / (1024.0 * 1024.0), 8.0);
+  EXPECT_DOUBLE_EQ(cost.copyMsPerMb(0), kAssumedCopyMsPerMb);  // not profiled
+  Plan plan;
+  plan.model = model.name();
+  plan.batch_size = 2;
+  plan.microbatches = 1;
+  plan.stages = {{0, 1, {{0, 2}}}, {1, 2, {{1, 2}}}};
+  // Each device sends its stage's 8 MiB (3 passes) and takes the other's (2 passes).
+  BackupCost c = backupCost(plan, cost);
+  EXPECT_NEAR(c.cpu_ms, (3 + 2) * 8 * kAssumedCopyMsPerMb, 1e-9);
+  EXPECT_DOUBLE_EQ(c.link_ms, cost.wireMs(0, 1, cost.backupBytes(0, 1)));
+
+  // Device 1 profiled at 4 ms/MiB: its copies are the busiest; device 2 does nothing.
+  const Cluster fast = makeCluster({1, 1, 1}, 1e6, 1e9);
+  CostModel slow_copies(model, fast, Optimizer::Sgd);
+  v1::ProfileSet set;
+  auto* dev = set.add_devices();
+  dev->set_device("d1");
+  dev->set_copy_ms_per_mb(4);
+  auto* b = dev->add_batches();
+  b->set_micro_batch(1);
+  for (int l = 0; l < 2; ++l) {
+    auto* t = b->add_layers();
+    t->set_layer(l);
+    t->set_forward_ms(1);
+    t->set_backward_ms(2);
+  }
+  slow_copies.setProfiles(set);
+  EXPECT_DOUBLE_EQ(slow_copies.copyMsPerMb(1), 4);
+  c = backupCost(plan, slow_copies);
+  EXPECT_NEAR(c.cpu_ms, (3 + 2) * 8 * 4.0, 1e-6);
+  EXPECT_LT(c.link_ms, 1e-3);
+  // Adam's two moments make the state half again as large.
+  EXPECT_NEAR(backupCost(plan, CostModel(model, fast, Optimizer::Adam)).cpu_ms, (3 + 2) * 12 * kAssumedCopyMsPerMb,
+              1e-6);
+
+  // One device alone sends nothing.
+  plan.stages = {{0, 2, {{0, 2}}}};
+  c = backupCost(plan, cost);
+  EXPECT_EQ(c.cpu_ms, 0);
+  EXPECT_EQ(c.link_ms, 0);
+}
+
+TEST(CostModel, TheBackupStrideHoldsTheCopiesWithinTheBudgetAndTheLinkWithinHalfItsTime) {
+  EXPECT_EQ(backupStride({0, 0}, 100, 0.05), 1);    // free: every step
+  EXPECT_EQ(backupStride({5, 0}, 100, 0.05), 1);    // exactly the budget
+  EXPECT_EQ(backupStride({5.1, 0}, 100, 0.05), 2);
+  EXPECT_EQ(backupStride({40, 0}, 175, 0.05), 5);   // 40 ms a round, 8.75 ms a step allowed
+  EXPECT_EQ(backupStride({40, 0}, 350, 0.05), 3);   // slower steps hide more
+  // 560 ms on the wire (70 MB at 1 Gbit/s) against 200 ms steps: every 6th step keeps the
+  // link half free, though the copies' CPU would allow every 2nd.
+  EXPECT_EQ(backupStride({15, 560}, 200, 0.05), 6);
+  EXPECT_EQ(backupStride({1e12, 0}, 1, 0.05), 10'000);
+  EXPECT_EQ(backupStride({10, 0}, 0, 0.05), 10'000);  // no step time: as rarely as allowed
+}
+
 TEST(CostModel, SplitIsProportionalToSpeed) {
   const ModelSpec model = uniformLinearModel(2, 64);
   const Cluster cluster = makeCluster({30, 10, 20});

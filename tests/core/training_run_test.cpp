@@ -180,6 +180,40 @@ TEST(TrainingRun, EverySegmentStartsWithTheNewestStepEveryStageHoldsTwiceKept) {
   }
 }
 
+TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedThenTheMeasuredStep) {
+  Fakes fakes(2);
+  // 8 MiB of weights and momentum per layer: 32 MiB a stage, far more than a 2 ms step hides.
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 1024);
+  const RunSettings settings = quickSettings();
+  ASSERT_EQ(settings.backup_every, RunSettings::kAutoBackups);  // the default
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{}, stagecraft::testing::quickOptions(),
+                  settings);
+  const Plan plan = planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}});
+  run.deploy(plan);
+  const BackupCost backup = backupCost(plan, CostModel(model, run.deployedCluster()));
+  EXPECT_GT(backup.cpu_ms, 0);
+  const double predicted_ms = plan.batch_size * 1000.0 / run.predictedSamplesPerSecond();
+  EXPECT_EQ(run.backupEvery(), backupStride(backup, predicted_ms, settings.backup_budget));
+  EXPECT_EQ(fakes.servers[0]->worker().assignment()->backup_every(), run.backupEvery());
+  EXPECT_GT(run.backupEvery(), 1);
+
+  // Once steps are timed, the stride follows the measured step, and the workers are told.
+  ASSERT_EQ(run.train(12, {}).steps.size(), 12u);
+  EXPECT_EQ(fakes.servers[0]->worker().assignment()->backup_every(), run.backupEvery());
+  EXPECT_GT(run.backupEvery(), 1);
+
+  // A stride the user sets stays.
+  Fakes fixed_fakes(2);
+  RunSettings fixed = quickSettings();
+  fixed.backup_every = 3;
+  TrainingRun fixed_run(fixed_fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
+                        stagecraft::testing::quickOptions(), fixed);
+  fixed_run.deploy(plan);
+  ASSERT_EQ(fixed_run.train(6, {}).steps.size(), 6u);
+  EXPECT_EQ(fixed_run.backupEvery(), 3);
+  EXPECT_EQ(fixed_fakes.servers[0]->worker().assignment()->backup_every(), 3);
+}
+
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
   // A failure that is not a lost device (an error in the job) is not "recovered".
   std::vector<double> gflops{100, 100};

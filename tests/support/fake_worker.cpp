@@ -145,6 +145,9 @@ grpc::Status FakeWorker::Start(grpc::ServerContext* context, const v1::StartRequ
   training_ = true;
   ++starts_;
   kept_backup_steps_.push_back(request->keep_backup_step());
+  if (request->backup_every() > 0 && assignment_->backup_every() > 0) {
+    assignment_->set_backup_every(request->backup_every());  // as a worker does from this Start on
+  }
   // Each Start goes on from the step the last one reached, as a worker does.
   const std::int64_t first = step_ + 1;
   trainer_ = std::thread([this, first, last = step_ + request->iterations()] { train(first, last); });

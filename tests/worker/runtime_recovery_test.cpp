@@ -123,7 +123,8 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   control::CoordinatorOptions options = patientOptions();
   options.token = token.token();
   const control::TrainingOptions training = trainingOptions();
-  control::RunSettings settings;  // a backup after every step, kept by a neighbour
+  control::RunSettings settings;
+  settings.backup_every = 1;  // a backup after every step, kept by a neighbour
   settings.planner = "hybrid";
   // Keep the cuts whenever the plan without the victim still works: a fresh plan over the
   // survivors is what the stage roles already test.
@@ -250,8 +251,10 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   }
   for (auto& w : workers) w->waitReady();
   const v1::Model model = mlpOfWidth(512);
+  control::RunSettings settings;
+  settings.backup_every = 1;  // every step's state shipped, over the thin link too
   control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(model), Optimizer::Sgd, trainingOptions(),
-                           patientOptions(), control::RunSettings{});
+                           patientOptions(), settings);
   run.deploy(planOf({Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, model.name()));
   constexpr std::int64_t kLagSteps = 24;
   std::int64_t pinned_at_kill = 0;

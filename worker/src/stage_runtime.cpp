@@ -462,6 +462,11 @@ std::string StageRuntime::backupAddress() const {
   return d.backup_every > 0 && d.layout.rank == 0 ? d.backup_to.address() : std::string();
 }
 
+void StageRuntime::setBackupEvery(std::int64_t n) {
+  Impl& d = *impl_;
+  if (n > 0 && d.backup_every > 0) d.backup_every = n;
+}
+
 void StageRuntime::setWeights(const v1::StageWeights& weights) {
   Impl& d = *impl_;
   std::lock_guard lock(d.module_mutex);
