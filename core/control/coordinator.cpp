@@ -422,6 +422,17 @@ TrainingResult Coordinator::wait(const TrainingCallbacks& callbacks, const std::
                                            std::to_string(aggregator.lastStep(m)) + " without finishing",
                              ErrorKind::Environment));
       }
+      if (item.status_code == static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
+        // The stream was open and talking (its greeting came before Start): a broken
+        // connection now is the process or its host gone, never the TLS mismatch the same
+        // words mean when a connection is first made.
+        const std::string detail = oneLine(item.status_message);
+        abortRun(WorkerError(who.name,
+                             who.label() + " went away while training (after step " +
+                                 std::to_string(aggregator.lastStep(m)) + ": its telemetry stream broke" +
+                                 (detail.empty() ? "" : ", " + detail) + ")",
+                             item.status_code));
+      }
       abortRun(workerFailure(who, "Telemetry",
                              grpc::Status(static_cast<grpc::StatusCode>(item.status_code), item.status_message),
                              options_.silence_limit));

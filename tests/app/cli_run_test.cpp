@@ -440,6 +440,9 @@ TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
   const auto lines = linesOf(r.err);
   ASSERT_FALSE(lines.empty());
   EXPECT_TRUE(lines.back().starts_with("stagecraft-cli: worker 'b' (")) << lines.back();
+  // A worker that vanishes mid-run is said to have gone, not to disagree on TLS.
+  EXPECT_TRUE(contains(lines.back(), ") went away while training (after step ")) << lines.back();
+  EXPECT_FALSE(contains(r.err, "TLS")) << r.err;
 }
 
 }  // namespace
