@@ -135,10 +135,12 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
 
   std::vector<std::int64_t> seen;  // every step reported, replays included
   std::vector<control::Recovery> noticed;
+  std::int64_t pinned_at_kill = -1;  // the step every stage was known to hold twice
   control::RunEvents events;
   events.on_step = [&](const control::StepResult& s) {
     seen.push_back(s.step);
     if (s.step == kill_after && workers[c.victim]->process().pid() > 0) {
+      pinned_at_kill = run.deployment().keepBackupStep();
       workers[c.victim]->process().signal(SIGKILL);
       workers[c.victim]->process().wait(std::chrono::seconds(10));
     }
@@ -158,12 +160,14 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   EXPECT_EQ(r.device, workers[c.victim]->name());
   EXPECT_EQ(r.kind, control::RecoveryKind::Lost);
   EXPECT_EQ(r.action, c.action);
-  // From the backups the stages kept and sent to their neighbours after every step: the
-  // stages stop at most a step apart and a copy may be a step behind its sender.
+  // From the backups the stages kept and sent to their neighbours after every step: at
+  // least the step the coordinator had pinned, which every stage held twice, however far
+  // the copies on the wire lag on a busy machine (how far back a replay goes is
+  // bench_recovery's to measure).
   EXPECT_GE(r.failed_after, kill_after);
   EXPECT_LE(r.step, r.failed_after);
-  EXPECT_GE(r.step, r.failed_after - 2) << r.backup;
-  EXPECT_NE(r.backup, "checkpoint or deployment");
+  EXPECT_GE(r.step, pinned_at_kill) << r.backup;
+  if (pinned_at_kill > 0) EXPECT_NE(r.backup, "checkpoint or deployment");
   EXPECT_EQ(r.replayed_steps, r.failed_after - r.step);
   EXPECT_GT(r.recovered_ms, 0);
   ASSERT_EQ(noticed.size(), 1u);
