@@ -36,7 +36,6 @@
 namespace stagecraft::cli {
 namespace {
 
-
 using Clock = std::chrono::steady_clock;
 
 /// Local workers read the run's data files: their paths made absolute (the workers take a
@@ -488,20 +487,7 @@ int runRun(std::span<const std::string> args) {
       report.set_suggested_samples_per_second(calibration->suggested_samples_per_second);
     }
   }
-  for (const control::Recovery& r : result.recoveries) {
-    v1::RunRecovery* out = report.add_recoveries();
-    out->set_device(r.device);
-    out->set_kind(std::string(control::recoveryKindName(r.kind)));
-    out->set_action(r.action);
-    out->set_step(r.step);
-    out->set_failed_after(r.failed_after);
-    out->set_replayed_steps(r.replayed_steps);
-    out->set_detected_ms(r.detected_ms);
-    out->set_recovered_ms(r.recovered_ms);
-    out->set_stages(r.stages);
-    out->set_devices(r.devices);
-    out->set_backup(r.backup);
-  }
+  for (const control::Recovery& r : result.recoveries) *report.add_recoveries() = recoveryToProto(r);
   report.set_backup_ms(result.backup_ms);
   report.set_backup_share(result.backup_share);
   report.set_telemetry_dropped(result.telemetry_dropped);

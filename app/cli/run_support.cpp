@@ -252,4 +252,20 @@ v1::RunEval evalToProto(const control::EvalResult& e) {
   return out;
 }
 
+v1::RunRecovery recoveryToProto(const control::Recovery& r) {
+  v1::RunRecovery out;
+  out.set_device(r.device);
+  out.set_kind(std::string(control::recoveryKindName(r.kind)));
+  out.set_action(r.action);
+  out.set_step(r.step);
+  out.set_failed_after(r.failed_after);
+  out.set_replayed_steps(r.replayed_steps);
+  out.set_detected_ms(r.detected_ms);
+  out.set_recovered_ms(r.recovered_ms);
+  out.set_stages(r.stages);
+  out.set_devices(r.devices);
+  out.set_backup(r.backup);
+  return out;
+}
+
 }  // namespace stagecraft::cli

@@ -186,5 +186,7 @@ std::unique_ptr<TemporaryFolder> prepareExport(const ModelSpec& model, control::
 /// One evaluation on stderr: "eval after step N: accuracy X% on S held-out samples, loss L (T s)".
 void printEvaluation(const control::EvalResult& e, const ModelSpec& model, std::ostream& out);
 v1::RunEval evalToProto(const control::EvalResult& e);
+/// A recovery or re-plan as `run --json` lists it in `recoveries`.
+v1::RunRecovery recoveryToProto(const control::Recovery& r);
 
 }  // namespace stagecraft::cli
