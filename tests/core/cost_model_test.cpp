@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "cost/cost_model.h"
 #include "io/error.h"
@@ -13,6 +14,23 @@ namespace {
 
 using testing::makeCluster;
 using testing::uniformLinearModel;
+
+/// A device of `set` with one micro-batch size (1) whose `layers` layers each take
+/// `forward_ms` and `backward_ms` (a profile times its layers: one of all zeros is refused).
+v1::DeviceProfile* addTimedDevice(v1::ProfileSet& set, const std::string& name, int layers, double forward_ms,
+                                  double backward_ms) {
+  auto* dev = set.add_devices();
+  dev->set_device(name);
+  auto* b = dev->add_batches();
+  b->set_micro_batch(1);
+  for (int l = 0; l < layers; ++l) {
+    auto* t = b->add_layers();
+    t->set_layer(l);
+    t->set_forward_ms(forward_ms);
+    t->set_backward_ms(backward_ms);
+  }
+  return dev;
+}
 
 TEST(CostModel, ComputeTimeIsFlopsOverSpeed) {
   const ModelSpec model = uniformLinearModel(4, 100);  // 20 kFLOP forward per layer and sample
@@ -107,17 +125,7 @@ TEST(CostModel, ABackupRoundCostsTheBusiestDeviceItsCopiesAndItsLink) {
   const Cluster fast = makeCluster({1, 1, 1}, 1e6, 1e9);
   CostModel slow_copies(model, fast, Optimizer::Sgd);
   v1::ProfileSet set;
-  auto* dev = set.add_devices();
-  dev->set_device("d1");
-  dev->set_copy_ms_per_mb(4);
-  auto* b = dev->add_batches();
-  b->set_micro_batch(1);
-  for (int l = 0; l < 2; ++l) {
-    auto* t = b->add_layers();
-    t->set_layer(l);
-    t->set_forward_ms(1);
-    t->set_backward_ms(2);
-  }
+  addTimedDevice(set, "d1", 2, 1, 2)->set_copy_ms_per_mb(4);
   slow_copies.setProfiles(set);
   EXPECT_DOUBLE_EQ(slow_copies.copyMsPerMb(1), 4);
   c = backupCost(plan, slow_copies);
@@ -227,15 +235,8 @@ TEST(CostModel, UpdateIsTheProfiledOptimizerStep) {
   const ModelSpec model = uniformLinearModel(2, 100);
   const Cluster cluster = makeCluster({10, 10});
   v1::ProfileSet set;
-  auto* dev = set.add_devices();
-  dev->set_device("d1");
-  auto* b = dev->add_batches();
-  b->set_micro_batch(1);
+  v1::DeviceProfile* dev = addTimedDevice(set, "d1", 2, 1, 1);
   for (int l = 0; l < 2; ++l) {
-    auto* t = b->add_layers();
-    t->set_layer(l);
-    t->set_forward_ms(1);
-    t->set_backward_ms(1);
     dev->add_sgd_update_ms(3.0 + l);
     dev->add_adam_update_ms(10.0 + l);
   }
@@ -275,16 +276,9 @@ TEST(CostModel, AllReduceTakesTheSlowestMembersCopiesWhenTheyOutlastTheWire) {
   const double wire = cost.allReduceMs(group, bytes);
   v1::ProfileSet set;
   for (const auto& [name, copy_ms] : {std::pair{"d1", 0.5}, std::pair{"d2", 2.0}}) {
-    auto* dev = set.add_devices();
-    dev->set_device(name);
+    v1::DeviceProfile* dev = addTimedDevice(set, name, 1, 1, 2);
     dev->set_copy_ms_per_mb(copy_ms);
     dev->set_allreduce_ms_per_mb(3 * copy_ms);
-    auto* b = dev->add_batches();
-    b->set_micro_batch(1);
-    auto* t = b->add_layers();
-    t->set_layer(0);
-    t->set_forward_ms(1);  // a profile times its layers (one of all zeros is refused)
-    t->set_backward_ms(2);
   }
   cost.setProfiles(set);
   // 8 MiB: flatten + unflatten at 2 ms/MiB, and the ring at 2(g-1)/g = 1.5 times a pair's 6 ms/MiB.

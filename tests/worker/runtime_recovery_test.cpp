@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <random>
 
 #include "control/training_run.h"
@@ -288,6 +289,31 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   for (std::int64_t i = 0; i < kLagSteps; ++i) {
     EXPECT_NEAR(result.steps[i].loss, expected.losses[i], 1e-4 * std::abs(expected.losses[i])) << "step " << i + 1;
   }
+}
+
+TEST(RuntimeBackupStride, AStartSaysHowOftenAStageBacksUpFromThenOn) {
+  // What a run with automatic backups does once it has timed its steps: every step at
+  // first, then every third.
+  auto workers = startWorkers({"w0", "w1"});
+  control::Coordinator coordinator(clusterOf(workers), patientOptions());
+  control::TrainingOptions training = trainingOptions();
+  training.backup_every = 1;
+  coordinator.deploy(planOf({Stage{0, 4, {{0, 4}}}, Stage{4, 8, {{1, 4}}}}), ModelSpec::fromProto(smallMlp()),
+                     training);
+  coordinator.train(2);
+  coordinator.setBackupEvery(3);
+  coordinator.train(7);  // steps 3..9
+  v1::ListBackupsRequest request;
+  request.set_job(coordinator.job());
+  v1::BackupList list;
+  ASSERT_TRUE(workers[0]->call(&v1::Worker::Stub::ListBackups, request, &list).ok());
+  std::set<std::int64_t> own;
+  for (const auto& b : list.backups()) {
+    if (b.held_for().empty()) own.insert(b.step());
+  }
+  // The newest three kept: 3 and 6 (and 9, or 2 while the copy of 9 is still being made).
+  EXPECT_TRUE(own.count(3) && own.count(6)) << ::testing::PrintToString(own);
+  for (const std::int64_t skipped : {4, 5, 7, 8}) EXPECT_FALSE(own.count(skipped)) << skipped;
 }
 
 // Three stages over w0..w2 with w3 spare, or a group of two in the middle.
