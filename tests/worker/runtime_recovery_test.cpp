@@ -258,6 +258,9 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   const v1::Model model = mlpOfWidth(512);
   control::RunSettings settings;
   settings.backup_every = 1;  // every step's state shipped, over the thin link too
+  // The steps are pinned between segments: short ones re-pin every step or two, so a pinned
+  // step comes early in the run however slow a loaded machine makes the copies.
+  settings.segment = std::chrono::milliseconds(100);
   control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(model), Optimizer::Sgd, trainingOptions(),
                            patientOptions(), settings);
   run.deploy(planOf({Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 4}}}, Stage{6, 8, {{2, 4}}}}, model.name()));
