@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "control/backups.h"
 #include "control/local_cluster.h"
 #include "control/replan.h"
 #include "control/training_run.h"
@@ -131,9 +132,27 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   const std::int64_t kill_after = steps / 2;
   Clock::time_point killed{};
   control::RunEvents events;
+  const bool verbose = std::getenv("STAGECRAFT_BENCH_VERBOSE") != nullptr;
   events.on_step = [&](const control::StepResult& s) {
+    if (verbose && killed == Clock::time_point{}) {
+      std::fprintf(stderr, "step %lld: backups every %lld, step held twice %lld, to ship %lld\n",
+                   static_cast<long long>(s.step), static_cast<long long>(run.backupEvery()),
+                   static_cast<long long>(run.deployment().keepBackupStep()),
+                   static_cast<long long>(run.deployment().shipBackupStep()));
+    }
     if (s.step == kill_after && killed == Clock::time_point{}) {
       out.every = run.backupEvery();
+      if (verbose) {
+        const auto held = control::listBackups(run.deployment(), nullptr, std::chrono::milliseconds(2000));
+        for (size_t d = 0; d < held.size(); ++d) {
+          std::fprintf(stderr, "at the kill, d%zu holds:", d);
+          for (const auto& r : held[d]) {
+            std::fprintf(stderr, " [%d,%d) after step %lld%s", r.layer_begin(), r.layer_end(),
+                         static_cast<long long>(r.step()), r.held_for().empty() ? "" : " (a copy)");
+          }
+          std::fprintf(stderr, "\n");
+        }
+      }
       ::kill(static_cast<pid_t>(local.state().workers(role.victim).pid()), SIGKILL);
       killed = Clock::now();
     }

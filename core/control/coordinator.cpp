@@ -371,7 +371,8 @@ void Coordinator::start(std::int64_t iterations) {
   request.set_iterations(iterations);
   request.set_keep_backup_step(keep_backup_step_);
   request.set_ship_backup_step(ship_backup_step_);
-  request.set_backup_every(backup_every_);
+  request.set_backup_every(backup_schedule_.every);
+  request.set_backup_after(backup_schedule_.after);
   started_at_ = Clock::now();
   try {
     parallelFor(static_cast<int>(member_device_.size()),

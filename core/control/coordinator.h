@@ -16,6 +16,7 @@
 
 #include "cluster/cluster.h"
 #include "control/assignments.h"
+#include "control/backup_schedule.h"
 #include "control/replan.h"
 #include "control/telemetry.h"
 #include "control/worker_client.h"
@@ -173,8 +174,8 @@ class Coordinator {
   }
   std::int64_t keepBackupStep() const { return keep_backup_step_; }
   std::int64_t shipBackupStep() const { return ship_backup_step_; }
-  /// Steps between backups sent with every Start from now on (0: as deployed).
-  void setBackupEvery(std::int64_t every) { backup_every_ = every; }
+  /// The backup steps sent with every Start from now on (every 0: as deployed).
+  void setBackupSchedule(BackupSchedule schedule) { backup_schedule_ = schedule; }
   /// start() then wait().
   TrainingResult train(std::int64_t iterations, const TrainingCallbacks& callbacks = {},
                        const std::atomic<bool>* cancel = nullptr);
@@ -243,7 +244,7 @@ class Coordinator {
   std::vector<bool> subscribed_;
   std::chrono::steady_clock::time_point started_at_;
   std::int64_t keep_backup_step_ = 0, ship_backup_step_ = 0;
-  std::int64_t backup_every_ = 0;
+  BackupSchedule backup_schedule_;
 };
 
 }  // namespace stagecraft::control

@@ -115,10 +115,14 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   // Backups as often as their budget allows at the predicted step time; the measured one
   // adjusts it before each segment (pinBackups).
   backup_cost_ = backupCost(plan, cost);
-  backup_every_ = settings_.backup_every >= 0 ? settings_.backup_every
-                                              : backupStride(backup_cost_, predicted_ms, settings_.backup_budget);
+  // The deployment counts its backup steps from the step it starts at.
+  const std::int64_t first = weights ? weights->step : backup_step_;
+  backup_schedule_ = {settings_.backup_every >= 0 ? settings_.backup_every
+                                                  : backupStride(backup_cost_, predicted_ms, settings_.backup_budget),
+                      first};
+  last_backup_ = scheduled_at_ = first;
   TrainingOptions options = options_;
-  options.backup_every = backup_every_;
+  options.backup_every = backup_schedule_.every;
   if (weights) {
     coordinator->deploy(plan, *model_, options, *weights);
   } else {

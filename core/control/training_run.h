@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "control/backup_schedule.h"
 #include "control/coordinator.h"
 #include "control/divergence.h"
 #include "control/promise.h"
@@ -272,7 +273,7 @@ class TrainingRun {
   std::int64_t backupStep() const { return backup_step_; }
   /// Steps between backups now (RunSettings::backup_every, or what kAutoBackups chose for
   /// the deployed plan); 0: none.
-  std::int64_t backupEvery() const { return backup_every_; }
+  std::int64_t backupEvery() const { return backup_schedule_.every; }
 
  private:
   struct Deployed;
@@ -326,7 +327,9 @@ class TrainingRun {
   // checkpoint or the workers' backups after a loss), or (none) the seed at backup_step_.
   std::optional<ModelWeights> backup_;
   std::int64_t backup_step_ = 0;
-  std::int64_t backup_every_ = 0;     // backupEvery()
+  BackupSchedule backup_schedule_;    // backupEvery(), and the steps it counts from
+  std::int64_t last_backup_ = 0;      // the newest step the schedule backed up (or the deployment's first)
+  std::int64_t scheduled_at_ = 0;     // the step backup_schedule_ was last looked at (pinBackups)
   BackupCost backup_cost_;            // of the deployed plan (kAutoBackups)
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step

@@ -21,10 +21,21 @@ using Clock = std::chrono::steady_clock;
 void TrainingRun::pinBackups() {
   if (settings_.backup_every == 0) return;
   Coordinator& deployment = *deployed_->coordinator;
+  // The last segment's backups, under the schedule it ran with.
+  const std::int64_t done = backup_schedule_.lastIn(scheduled_at_, step_);
+  if (done > 0) last_backup_ = done;
+  const bool backed_up_now = done > 0 && done == step_;
+  scheduled_at_ = step_;
   if (settings_.backup_every < 0 && step_ms_ > 0) {
-    // The stride the budget allows at the step time measured now.
-    backup_every_ = backupStride(backup_cost_, step_ms_, settings_.backup_budget);
-    deployment.setBackupEvery(backup_every_);
+    // The stride the budget allows at the step time measured now. Measured step times
+    // wander from segment to segment; the stride follows only a move of more than a
+    // quarter, so the backups come at a steady pace.
+    const std::int64_t stride = backupStride(backup_cost_, step_ms_, settings_.backup_budget);
+    const std::int64_t every = backup_schedule_.every;
+    if (every <= 0 || stride * 4 < every * 3 || stride * 4 > every * 5) {
+      backup_schedule_ = BackupSchedule::next(stride, last_backup_, step_);
+      deployment.setBackupSchedule(backup_schedule_);
+    }
   }
   // Between segments, so briefly: a device that does not answer now is the segment's to find.
   // Only each stage's rank-0 member (its own copies) and its backup target (the copies it
@@ -47,7 +58,7 @@ void TrainingRun::pinBackups() {
   // unskipped (the one every stage has just backed up) is named only when they fall behind,
   // since it goes before the newer copies and so makes the usual replay longer.
   constexpr std::int64_t kBehindSteps = 2;
-  if (ship == 0 && step_ - keep > kBehindSteps && step_ % backup_every_ == 0) ship = step_;
+  if (ship == 0 && step_ - keep > kBehindSteps && backed_up_now) ship = step_;
   deployment.setBackupSteps(keep, ship);
 }
 

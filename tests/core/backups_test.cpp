@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "control/backup_schedule.h"
 #include "control/backups.h"
 
 namespace stagecraft::control {
@@ -57,6 +58,50 @@ TEST(ChooseBackups, NoStepCommonToEveryStageIsNoChoice) {
   // A state of another cut (an older plan's) does not stand in for a stage.
   held[1] = {ref(5, 8, 9)};
   EXPECT_FALSE(chooseBackups(kStages, held, 100));
+}
+
+TEST(BackupSchedule, AStrideThatChangesEverySegmentStillBacksUpEveryStageAtTheSameSteps) {
+  // The strides a loaded machine's measured steps gave, segment by segment (the step each
+  // segment began after, then its stride). Counted from zero (step % stride) they left no
+  // backup in 20 steps; counted from the last backup, each new stride is kept to.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> segments{{0, 30}, {1, 9}, {3, 15}, {11, 11}, {14, 14}};
+  BackupSchedule schedule{30, 0};  // deployed at step 0
+  std::int64_t last = 0;
+  std::vector<std::int64_t> backups;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const auto [from, every] = segments[i];
+    if (i > 0) {
+      if (const std::int64_t done = schedule.lastIn(segments[i - 1].first, from)) last = done;
+      schedule = BackupSchedule::next(every, last, from);
+    }
+    const std::int64_t to = i + 1 < segments.size() ? segments[i + 1].first : 40;
+    for (std::int64_t step = from + 1; step <= to; ++step) {
+      if (schedule.due(step)) backups.push_back(step);
+    }
+  }
+  // 9 after step 0 was overdue at step 11 (the stride of 15 then): right after it, at 12.
+  EXPECT_EQ(backups, (std::vector<std::int64_t>{12, 26, 40}));
+}
+
+TEST(BackupSchedule, TheNextBackupComesAStrideAfterTheLastOne) {
+  const BackupSchedule every4{4, 10};  // deployed at step 10: backups after 14, 18, ...
+  EXPECT_FALSE(every4.due(10));
+  EXPECT_TRUE(every4.due(14));
+  EXPECT_FALSE(every4.due(16));
+  EXPECT_EQ(every4.lastIn(10, 13), 0);
+  EXPECT_EQ(every4.lastIn(10, 17), 14);
+  EXPECT_EQ(every4.lastIn(14, 17), 0);  // 14 was the segment before's
+  // After step 17, every 10th: 10 after the last backup (14), so 24, not 20 or 27.
+  const BackupSchedule every10 = BackupSchedule::next(10, 14, 17);
+  EXPECT_TRUE(every10.due(24));
+  EXPECT_FALSE(every10.due(20));
+  EXPECT_FALSE(every10.due(27));
+  // A stride whose next step has passed: right after the change, then every 2nd.
+  const BackupSchedule every2 = BackupSchedule::next(2, 14, 17);
+  EXPECT_TRUE(every2.due(18));
+  EXPECT_TRUE(every2.due(20));
+  EXPECT_FALSE(every2.due(19));
+  EXPECT_FALSE(BackupSchedule{}.due(5));  // none
 }
 
 }  // namespace

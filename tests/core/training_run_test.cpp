@@ -194,12 +194,12 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   EXPECT_GT(backup.cpu_ms, 0);
   const double predicted_ms = plan.batch_size * 1000.0 / run.predictedSamplesPerSecond();
   EXPECT_EQ(run.backupEvery(), backupStride(backup, predicted_ms, settings.backup_budget));
-  EXPECT_EQ(fakes.servers[0]->worker().assignment()->backup_every(), run.backupEvery());
+  EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, run.backupEvery());
   EXPECT_GT(run.backupEvery(), 1);
 
   // Once steps are timed, the stride follows the measured step, and the workers are told.
   ASSERT_EQ(run.train(12, {}).steps.size(), 12u);
-  EXPECT_EQ(fakes.servers[0]->worker().assignment()->backup_every(), run.backupEvery());
+  EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, run.backupEvery());
   EXPECT_GT(run.backupEvery(), 1);
 
   // A stride the user sets stays.
@@ -211,7 +211,7 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   fixed_run.deploy(plan);
   ASSERT_EQ(fixed_run.train(6, {}).steps.size(), 6u);
   EXPECT_EQ(fixed_run.backupEvery(), 3);
-  EXPECT_EQ(fixed_fakes.servers[0]->worker().assignment()->backup_every(), 3);
+  EXPECT_EQ(fixed_fakes.servers[0]->worker().backupSchedule().every, 3);
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
@@ -461,8 +461,10 @@ TEST(TrainingRun, TheDivergenceGuardStopsGoesBackAndALowerRateGoesOn) {
   });
   TrainingOptions options;
   options.lr = 0.05;
+  RunSettings settings = quickSettings();
+  settings.backup_every = 1;  // a state after every step to go back to
   TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, options,
-                  stagecraft::testing::quickOptions(), quickSettings());
+                  stagecraft::testing::quickOptions(), settings);
   run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
   const RunResult result = run.train(100);
   ASSERT_TRUE(result.diverged);

@@ -119,6 +119,7 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext* context, const v1::StageAss
   }
   assignment_ = *assignment;
   step_ = assignment->start_step();
+  backup_ = {assignment->backup_every(), assignment->start_step()};
   own_backups_.clear();
   held_backups_.clear();
   backup_stub_.reset();
@@ -145,8 +146,8 @@ grpc::Status FakeWorker::Start(grpc::ServerContext* context, const v1::StartRequ
   training_ = true;
   ++starts_;
   kept_backup_steps_.push_back(request->keep_backup_step());
-  if (request->backup_every() > 0 && assignment_->backup_every() > 0) {
-    assignment_->set_backup_every(request->backup_every());  // as a worker does from this Start on
+  if (request->backup_every() > 0 && backup_.every > 0) {
+    backup_ = {request->backup_every(), request->backup_after()};  // as a worker does from this Start on
   }
   // Each Start goes on from the step the last one reached, as a worker does.
   const std::int64_t first = step_ + 1;
@@ -314,7 +315,7 @@ v1::StageWeights FakeWorker::weightsAt(std::int64_t step, bool optimizer_state) 
 }
 
 void FakeWorker::backUp(std::int64_t step, const v1::StageAssignment& assignment) {
-  if (assignment.rank() != 0 || assignment.backup_every() <= 0 || step % assignment.backup_every() != 0) return;
+  if (assignment.rank() != 0 || !backup_.due(step)) return;  // backup_ changes only between trainings
   v1::StageWeights state;
   {
     std::lock_guard lock(mutex_);
@@ -429,6 +430,11 @@ std::optional<v1::StageAssignment> FakeWorker::assignment() const {
 int FakeWorker::starts() const {
   std::lock_guard lock(mutex_);
   return starts_;
+}
+
+control::BackupSchedule FakeWorker::backupSchedule() const {
+  std::lock_guard lock(mutex_);
+  return backup_;
 }
 
 std::vector<std::int64_t> FakeWorker::keptBackupSteps() const {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/backup_schedule.h"
 #include "stagecraft/v1/worker.grpc.pb.h"
 
 namespace stagecraft::testing {
@@ -82,6 +83,8 @@ class FakeWorker final : public v1::Worker::Service {
   void shutdown();
 
   std::optional<v1::StageAssignment> assignment() const;
+  /// The steps rank 0 backs up after: the deployment's, as the last Start changed them.
+  control::BackupSchedule backupSchedule() const;
   int starts() const;
   /// The keep_backup_step of every Start taken, in order.
   std::vector<std::int64_t> keptBackupSteps() const;
@@ -105,6 +108,7 @@ class FakeWorker final : public v1::Worker::Service {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<v1::StageAssignment> assignment_;
+  control::BackupSchedule backup_;  // the steps rank 0 backs up after
   std::vector<std::deque<v1::TelemetryEvent>*> subscribers_;
   int writing_ = 0;  // telemetry events taken from a queue and not yet written
   std::thread trainer_;

@@ -296,7 +296,7 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
 
 TEST(RuntimeBackupStride, AStartSaysHowOftenAStageBacksUpFromThenOn) {
   // What a run with automatic backups does once it has timed its steps: every step at
-  // first, then every third.
+  // first, then every third counted from the last backup (step 2), not from zero.
   auto workers = startWorkers({"w0", "w1"});
   control::Coordinator coordinator(clusterOf(workers), patientOptions());
   control::TrainingOptions training = trainingOptions();
@@ -304,7 +304,7 @@ TEST(RuntimeBackupStride, AStartSaysHowOftenAStageBacksUpFromThenOn) {
   coordinator.deploy(planOf({Stage{0, 4, {{0, 4}}}, Stage{4, 8, {{1, 4}}}}), ModelSpec::fromProto(smallMlp()),
                      training);
   coordinator.train(2);
-  coordinator.setBackupEvery(3);
+  coordinator.setBackupSchedule({3, 2});
   coordinator.train(7);  // steps 3..9
   v1::ListBackupsRequest request;
   request.set_job(coordinator.job());
@@ -314,9 +314,9 @@ TEST(RuntimeBackupStride, AStartSaysHowOftenAStageBacksUpFromThenOn) {
   for (const auto& b : list.backups()) {
     if (b.held_for().empty()) own.insert(b.step());
   }
-  // The newest three kept: 3 and 6 (and 9, or 2 while the copy of 9 is still being made).
-  EXPECT_TRUE(own.count(3) && own.count(6)) << ::testing::PrintToString(own);
-  for (const std::int64_t skipped : {4, 5, 7, 8}) EXPECT_FALSE(own.count(skipped)) << skipped;
+  // The newest three kept: 2, 5 and 8.
+  EXPECT_TRUE(own.count(5) && own.count(8)) << ::testing::PrintToString(own);
+  for (const std::int64_t skipped : {3, 4, 6, 7, 9}) EXPECT_FALSE(own.count(skipped)) << skipped;
 }
 
 // Three stages over w0..w2 with w3 spare, or a group of two in the middle.

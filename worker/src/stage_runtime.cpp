@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "backup_store.h"
+#include "control/backup_schedule.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stage_group.h"
@@ -57,7 +58,7 @@ struct StageRuntime::Impl {
   std::atomic<bool> stop{false};
   std::mutex outbox_mutex;
   PeerOutbox* outbox = nullptr;  // of the run in progress
-  std::int64_t backup_every = 0;  // rank 0: keep and ship the state after every n-th step
+  control::BackupSchedule backup;  // rank 0: keep and ship the state after the steps it names
   v1::Member backup_to;
 
   std::size_t non_finite_seen = 0;  // the inbox's count when last told
@@ -198,7 +199,7 @@ struct StageRuntime::Impl {
   /// optimizer step, so they are copied beside the next step's forward and backward, off
   /// the critical path (finishBackupCopy() before anything changes them).
   void backUp() {
-    if (backup_every <= 0 || layout.rank != 0 || !env.backups || step % backup_every != 0) return;
+    if (layout.rank != 0 || !env.backups || !backup.due(step)) return;
     const auto start = Clock::now();
     finishBackupCopy();
     auto copy = std::make_shared<v1::StageWeights>();
@@ -361,7 +362,7 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
   d.layout = std::move(layout);
   d.env = std::move(env);
   d.step = assignment.start_step();
-  d.backup_every = assignment.backup_every();
+  d.backup = {assignment.backup_every(), assignment.start_step()};
   d.backup_to = assignment.backup_to();
   d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed());
   d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
@@ -459,12 +460,12 @@ v1::StageWeights StageRuntime::weights(bool optimizer_state) {
 
 std::string StageRuntime::backupAddress() const {
   const Impl& d = *impl_;
-  return d.backup_every > 0 && d.layout.rank == 0 ? d.backup_to.address() : std::string();
+  return d.backup.every > 0 && d.layout.rank == 0 ? d.backup_to.address() : std::string();
 }
 
-void StageRuntime::setBackupEvery(std::int64_t n) {
+void StageRuntime::setBackupSchedule(std::int64_t every, std::int64_t after) {
   Impl& d = *impl_;
-  if (n > 0 && d.backup_every > 0) d.backup_every = n;
+  if (every > 0 && d.backup.every > 0) d.backup = {every, after};
 }
 
 void StageRuntime::setWeights(const v1::StageWeights& weights) {

@@ -72,9 +72,9 @@ class StageRuntime {
   /// Where this member ships its stage's backups (the assignment's backup_to); empty when
   /// it takes none (not rank 0, or backup_every 0).
   std::string backupAddress() const;
-  /// From the next run() on, back up after every n-th step instead (n > 0), if this member
-  /// backs up at all. Not while run() runs.
-  void setBackupEvery(std::int64_t n);
+  /// From the next run() on, back up after steps after + every, after + 2 x every, ...
+  /// instead (every > 0), if this member backs up at all. Not while run() runs.
+  void setBackupSchedule(std::int64_t every, std::int64_t after);
 
  private:
   struct Impl;

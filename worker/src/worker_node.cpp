@@ -327,7 +327,7 @@ void WorkerNode::start(const v1::StartRequest& request) {
   // The steps the coordinator pins; the one to ship goes out now if it is already kept
   // here (otherwise its copy, still being made, ships it when done).
   const std::string& job = runtime->layout().job;
-  runtime->setBackupEvery(request.backup_every());  // before the trainer's thread reads it
+  runtime->setBackupSchedule(request.backup_every(), request.backup_after());  // before the trainer reads it
   backups_.pin(job, request.keep_backup_step(), request.ship_backup_step());
   if (const std::string to = runtime->backupAddress(); !to.empty() && request.ship_backup_step() > 0) {
     if (StateCopy state = backups_.own(job, request.ship_backup_step())) backup_sender_.offer(std::move(state), to, true);
