@@ -8,6 +8,8 @@
 
 #include "control/coordinator.h"
 #include "io/error.h"
+#include "plan/validation.h"
+#include "sim/simulator.h"
 
 namespace stagecraft::control {
 
@@ -34,7 +36,18 @@ std::optional<BackupChoice> chooseBackups(std::span<const std::pair<int, int>> r
   if (common.empty()) return std::nullopt;
   BackupChoice choice;
   choice.step = *common.rbegin();
-  for (const auto& stage : at) choice.stages.push_back(stage.at(choice.step));
+  for (std::size_t s = 0; s < at.size(); ++s) {
+    const auto& [device, chosen] = at[s].at(choice.step);
+    choice.stages.emplace_back(device, chosen);
+    std::vector<int> holders{device};
+    for (int d = 0; d < static_cast<int>(held.size()); ++d) {
+      const bool holds = std::any_of(held[d].begin(), held[d].end(), [&](const v1::BackupRef& ref) {
+        return ref.step() == choice.step && ref.layer_begin() == ranges[s].first && ref.layer_end() == ranges[s].second;
+      });
+      if (holds && d != device) holders.push_back(d);
+    }
+    choice.holders.push_back(std::move(holders));
+  }
   return choice;
 }
 
@@ -59,6 +72,104 @@ std::optional<std::int64_t> twiceHeldStep(std::span<const std::pair<int, int>> r
     if (everywhere) best = step;  // ascending: the last one found is the newest
   }
   return best;
+}
+
+void attachRestore(std::vector<v1::StageAssignment>& assignments, const BackupChoice& choice, const Cluster& holders) {
+  for (v1::StageAssignment& a : assignments) {
+    a.clear_weights();
+    a.clear_restore();
+    a.set_start_step(choice.step);
+    const std::string& self = a.group(a.rank()).name();
+    for (std::size_t s = 0; s < choice.stages.size(); ++s) {
+      const v1::BackupRef& ref = choice.stages[s].second;
+      if (ref.layer_end() <= a.layer_begin() || a.layer_end() <= ref.layer_begin()) continue;
+      int from = choice.stages[s].first;
+      for (const int d : choice.holders[s]) {
+        if (holders.device(d).name == self) from = d;
+      }
+      const Device& holder = holders.device(from);
+      v1::BackupSource* source = a.add_restore();
+      *source->mutable_ref() = ref;
+      source->set_name(holder.name);
+      if (holder.name != self) source->set_address(holder.address);
+    }
+  }
+}
+
+double restoreMs(const Plan& plan, const Cluster& over, const CostModel& cost, const BackupChoice& choice,
+                 const Cluster& holders) {
+  // Per chosen state, the devices of `over` holding it.
+  std::vector<std::vector<int>> held_by(choice.stages.size());
+  for (std::size_t s = 0; s < choice.stages.size(); ++s) {
+    for (const int h : choice.holders[s]) {
+      if (const auto d = over.find(holders.device(h).name)) held_by[s].push_back(*d);
+    }
+  }
+  constexpr double kNoHolder = 1e12;  // a state no device of `over` holds cannot be restored
+  std::vector<double> sending(over.size(), 0.0);
+  double unreachable = 0;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      for (std::size_t s = 0; s < choice.stages.size(); ++s) {
+        const v1::BackupRef& ref = choice.stages[s].second;
+        const int begin = std::max(stage.layer_begin, ref.layer_begin());
+        const int end = std::min(stage.layer_end, ref.layer_end());
+        if (begin >= end) continue;
+        const auto& by = held_by[s];
+        if (std::find(by.begin(), by.end(), m.device) != by.end()) continue;  // its own
+        if (by.empty()) {
+          unreachable += kNoHolder;
+          continue;
+        }
+        sending[by.front()] += cost.wireMs(by.front(), m.device, cost.backupBytes(begin, end));
+      }
+    }
+  }
+  return unreachable + *std::max_element(sending.begin(), sending.end());
+}
+
+Plan placeNearState(Plan plan, const Cluster& over, const CostModel& cost, const BackupChoice& choice,
+                    const Cluster& holders, std::int64_t steps) {
+  constexpr int kMostStages = 6;
+  const int n = plan.stageCount();
+  if (n < 2 || n > kMostStages || over.size() == 0) return plan;
+  const auto total_ms = [&](const Plan& p) {
+    return restoreMs(p, over, cost, choice, holders) + static_cast<double>(steps) * simulate(p, cost).iteration_ms;
+  };
+  double best_ms = 0;
+  try {
+    best_ms = total_ms(plan);
+  } catch (const std::exception&) {
+    return plan;
+  }
+  std::vector<std::vector<DeviceShare>> sets;
+  for (const Stage& s : plan.stages) sets.push_back(s.members);
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  Plan best = plan;
+  Plan candidate = plan;
+  while (std::next_permutation(order.begin(), order.end())) {
+    for (int i = 0; i < n; ++i) candidate.stages[i].members = sets[order[i]];
+    try {
+      if (!validatePlan(candidate, cost).empty()) continue;  // e.g. a stage too big for its new devices
+      const double ms = total_ms(candidate);
+      if (ms >= best_ms) continue;
+      best = candidate;
+      best_ms = ms;
+    } catch (const std::exception&) {
+    }
+  }
+  return best;
+}
+
+std::string describeBackups(const BackupChoice& choice, const Cluster& holders) {
+  std::string where;
+  for (const auto& [device, ref] : choice.stages) {
+    where += (where.empty() ? "" : ", ") + std::string("layers [") + std::to_string(ref.layer_begin()) + ", " +
+             std::to_string(ref.layer_end()) + ") from " + holders.device(device).name +
+             (ref.held_for().empty() ? "" : " (a copy from " + ref.held_for() + ")");
+  }
+  return where;
 }
 
 std::vector<std::pair<int, int>> stageRanges(const Coordinator& deployment) {
@@ -121,15 +232,7 @@ std::optional<ModelWeights> gatherBackups(Coordinator& deployment, std::span<con
   for (const auto& e : errors) {
     if (e) return std::nullopt;
   }
-  if (where) {
-    where->clear();
-    for (int s = 0; s < stages; ++s) {
-      const auto& ref = choice->stages[s].second;
-      *where += (s ? ", " : "") + std::string("layers [") + std::to_string(ref.layer_begin()) + ", " +
-                std::to_string(ref.layer_end()) + ") from " + workers[s] +
-                (ref.held_for().empty() ? "" : " (a copy from " + ref.held_for() + ")");
-    }
-  }
+  if (where) *where = describeBackups(*choice, deployment.cluster());
   try {
     return mergeStageWeights(states, workers);
   } catch (const Error&) {

@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "control/replan.h"
+#include "cost/cost_model.h"
+#include "plan/plan.h"
 #include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::control {
@@ -24,6 +27,8 @@ struct BackupChoice {
   /// Per stage (in `ranges` order): the device (index into what `held` is indexed by) and
   /// the state to fetch from it.
   std::vector<std::pair<int, v1::BackupRef>> stages;
+  /// Per stage: every device holding that state (the one in `stages` first).
+  std::vector<std::vector<int>> holders;
 };
 
 /// The newest step, at most `at_most`, at which every layer range of `ranges` is held by
@@ -38,6 +43,31 @@ std::optional<BackupChoice> chooseBackups(std::span<const std::pair<int, int>> r
 /// after losing any one device. nullopt when there is none.
 std::optional<std::int64_t> twiceHeldStep(std::span<const std::pair<int, int>> ranges,
                                           std::span<const std::vector<v1::BackupRef>> held);
+
+/// Has each assignment start from `choice` (its step; the states held by the devices of
+/// `holders`, the cluster `held` was indexed by) instead of the seed: a restore source for
+/// every chosen state that overlaps its layers, taken from the assignment's own worker
+/// when that holds it, from the chosen holder otherwise. Only the states a worker lacks
+/// travel, and straight from the worker that holds them.
+void attachRestore(std::vector<v1::StageAssignment>& assignments, const BackupChoice& choice, const Cluster& holders);
+
+/// Milliseconds to bring every member of `plan` (over `over`, priced by `cost`) the state
+/// of its layers at `choice` that its device does not hold: each holder (matched to `over`
+/// by name) sends what its receivers lack over its own link, one after another; the
+/// busiest holder's total.
+double restoreMs(const Plan& plan, const Cluster& over, const CostModel& cost, const BackupChoice& choice,
+                 const Cluster& holders);
+
+/// `plan` with the member sets of its stages exchanged among its stages so that bringing
+/// them their state (restoreMs) and then training `steps` steps is predicted to take the
+/// least time: the devices that hold a stage's state take it unless elsewhere it trains
+/// enough faster. Plans of more than 6 stages are returned as they are.
+Plan placeNearState(Plan plan, const Cluster& over, const CostModel& cost, const BackupChoice& choice,
+                    const Cluster& holders, std::int64_t steps);
+
+/// "layers [0, 3) from w0, layers [3, 8) from w2 (a copy from w1)": where each stage's
+/// state of `choice` is held (`holders`: the cluster its devices are of).
+std::string describeBackups(const BackupChoice& choice, const Cluster& holders);
 
 /// The layer range of every stage of `deployment` (its rank-0 members' assignments).
 std::vector<std::pair<int, int>> stageRanges(const Coordinator& deployment);

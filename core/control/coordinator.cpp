@@ -221,6 +221,18 @@ std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSp
   return deployAssignments(plan, std::move(assignments), named.job);
 }
 
+std::vector<v1::DeployReply> Coordinator::deploy(const Plan& plan, const ModelSpec& model,
+                                                 const TrainingOptions& options, const BackupChoice& choice,
+                                                 const Cluster& holders) {
+  closeStreams();
+  TrainingOptions named = options;
+  if (named.job.empty()) named.job = makeJobName(model.name());
+  named.start_step = choice.step;
+  std::vector<v1::StageAssignment> assignments = buildAssignments(plan, model, cluster_, named);
+  attachRestore(assignments, choice, holders);
+  return deployAssignments(plan, std::move(assignments), named.job);
+}
+
 ModelWeights Coordinator::collectWeights(bool optimizer_state) {
   if (member_device_.empty()) throw std::logic_error("nothing is deployed: no weights to collect");
   closeStreams();

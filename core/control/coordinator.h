@@ -17,6 +17,7 @@
 #include "cluster/cluster.h"
 #include "control/assignments.h"
 #include "control/backup_schedule.h"
+#include "control/backups.h"
 #include "control/replan.h"
 #include "control/telemetry.h"
 #include "control/worker_client.h"
@@ -146,6 +147,11 @@ class Coordinator {
   /// step numbers go on where the last deployment stopped. options.start_step is ignored.
   std::vector<v1::DeployReply> deploy(const Plan& plan, const ModelSpec& model, const TrainingOptions& options,
                                       const ModelWeights& weights);
+  /// deploy() starting from the backups of `choice` (see attachRestore; `holders` is the
+  /// cluster its device indices are of): the members take them from their own stores or
+  /// from the workers holding them, and the run continues at step choice.step.
+  std::vector<v1::DeployReply> deploy(const Plan& plan, const ModelSpec& model, const TrainingOptions& options,
+                                      const BackupChoice& choice, const Cluster& holders);
   /// The deployed model's weights (and, with `optimizer_state`, its optimizer's state) from
   /// the rank-0 member of each stage, for a deploy() of another plan. Call after a run has
   /// finished or been stopped. Throws WorkerError naming a worker that fails, Error when

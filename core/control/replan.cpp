@@ -17,17 +17,6 @@ bool ModelWeights::hasOptimizerState() const {
   return false;
 }
 
-std::optional<int> tensorLayer(std::string_view name) {
-  const auto dot = name.find('.');
-  if (dot == 0 || dot == std::string_view::npos || dot > 9) return std::nullopt;
-  int layer = 0;
-  for (char c : name.substr(0, dot)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    layer = layer * 10 + (c - '0');
-  }
-  return layer;
-}
-
 ModelWeights mergeStageWeights(std::span<const v1::StageWeights> stages, std::span<const std::string> workers) {
   if (stages.size() != workers.size()) throw std::logic_error("mergeStageWeights: one worker name per stage expected");
   if (stages.empty()) throw std::logic_error("no stage weights to merge");

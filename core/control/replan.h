@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
 #include "plan/plan.h"
+#include "io/stage_weights.h"
 #include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::control {
@@ -28,10 +29,6 @@ struct ModelWeights {
   /// Whether any tensor carries optimizer state ("#" in its name).
   bool hasOptimizerState() const;
 };
-
-/// The global layer index a worker tensor name starts with ("12.weight" -> 12); nullopt
-/// when the name does not start with digits and a dot.
-std::optional<int> tensorLayer(std::string_view name);
 
 /// Joins the weights of one member of each stage (`stages[i]` from worker `workers[i]`).
 /// Throws Error naming the worker when a tensor's name has no layer index or a layer

@@ -103,7 +103,8 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
   install(plan, std::make_shared<const Cluster>(over), &weights);
 }
 
-void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights) {
+void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights,
+                          const Restore* restore) {
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
   const CostModel cost = costModel(*over);
   double predicted_ms = 0;
@@ -116,14 +117,16 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   // adjusts it before each segment (pinBackups).
   backup_cost_ = backupCost(plan, cost);
   // The deployment counts its backup steps from the step it starts at.
-  const std::int64_t first = weights ? weights->step : backup_step_;
+  const std::int64_t first = restore ? restore->choice.step : weights ? weights->step : backup_step_;
   backup_schedule_ = {settings_.backup_every >= 0 ? settings_.backup_every
                                                   : backupStride(backup_cost_, predicted_ms, settings_.backup_budget),
                       first};
   last_backup_ = scheduled_at_ = first;
   TrainingOptions options = options_;
   options.backup_every = backup_schedule_.every;
-  if (weights) {
+  if (restore) {
+    coordinator->deploy(plan, *model_, options, restore->choice, *restore->holders);
+  } else if (weights) {
     coordinator->deploy(plan, *model_, options, *weights);
   } else {
     options.start_step = backup_step_;
@@ -133,7 +136,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   deployed_->expected.emplace(cost);
   stragglers_ = StragglerWatch(settings_.straggler);
   promises_.forget();  // replan() says when a deployment was chosen on a promise
-  step_ = weights ? weights->step : backup_step_;
+  step_ = first;
   latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
   // A new plan has a step time of its own (slower without a lost fast device, and its
   // first step warms up): until it is measured, one-step segments under the user's limit.
@@ -197,6 +200,17 @@ std::string TrainingRun::gatherBackup(std::span<const std::string> live) {
   backup_step_ = weights->step;
   backup_ = std::move(*weights);
   return where;
+}
+
+std::optional<TrainingRun::Restore> TrainingRun::findRestore(std::span<const std::string> live) {
+  if (settings_.backup_every == 0) return std::nullopt;
+  Coordinator& deployment = *deployed_->coordinator;
+  const std::vector<std::string> names(live.begin(), live.end());
+  const auto held = listBackups(deployment, &names, settings_.probe_deadline);
+  std::optional<BackupChoice> choice = chooseBackups(stageRanges(deployment), held, step_);
+  if (!choice || choice->step <= backup_step_) return std::nullopt;
+  std::string where = describeBackups(*choice, *deployed_->cluster);
+  return Restore{std::move(*choice), deployed_->cluster, std::move(where)};
 }
 
 void TrainingRun::writeCheckpointNow(RunResult& result) {
@@ -361,6 +375,7 @@ Recovery TrainingRun::replanNow(const ReplanRequest& request) {
 
 RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const std::atomic<bool>* cancel) {
   if (!deployed_) throw std::logic_error("nothing is deployed: call deploy() before train()");
+  target_ = target;
   {
     std::lock_guard lock(requests_mutex_);
     stop_requested_ = false;

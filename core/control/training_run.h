@@ -278,7 +278,16 @@ class TrainingRun {
  private:
   struct Deployed;
 
-  void install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights);  // plan by value: it may be the deployed one
+  /// A state the workers still hold, to deploy from where it is (see attachRestore).
+  struct Restore {
+    BackupChoice choice;
+    std::shared_ptr<const Cluster> holders;  // the cluster choice's devices are of
+    std::string where;                       // which worker held each stage's state
+  };
+  /// Deploys `plan` over `over` from `restore`, else `weights`, else the seed at
+  /// backup_step_. Plan by value: it may be the deployed one.
+  void install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights,
+               const Restore* restore = nullptr);
   void takeBackup(RunResult& result);
   bool checkpointDue() const;
   /// The evaluation pass at the step reached (once per step), into result.evals.
@@ -286,12 +295,15 @@ class TrainingRun {
   /// The newest state every stage still has on a live device (named in `live`), when newer
   /// than backup_: it becomes backup_. Returns where it came from.
   std::string gatherBackup(std::span<const std::string> live);
+  /// The same state left where it is held, for install(); nullopt when none is newer.
+  std::optional<Restore> findRestore(std::span<const std::string> live);
   /// Before a segment: the newest step every stage's workers hold twice (own and a
   /// neighbour's copy) is pinned on them, so however far the copies on the wire lag there is
   /// always a step to replay from. Costs a ListBackups to each device.
   void pinBackups();
   void writeCheckpointNow(RunResult& result);
   std::int64_t segmentSteps(std::int64_t target) const;
+  std::int64_t target_ = 0;  // the step train() trains to
   void applySilenceLimits();
   void updateFactors();
   /// The run lost a device: returns the recovery, with the new deployment in place.

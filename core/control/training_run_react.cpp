@@ -127,6 +127,9 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     }
     std::shared_ptr<const Cluster> over;
     std::optional<Plan> next;
+    // The newest state every stage still has, left on the workers that hold it: each new
+    // member takes what it lacks straight from them.
+    std::optional<Restore> restore;
     if (lost.empty()) {
       // Every device answers. A member that timed out and answers again was only slow (a
       // stall shorter than the probe): stop what it still runs and replay on the same plan.
@@ -134,7 +137,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       if (!error->timedOut()) throw *error;
       coordinator_->stopJobs();
       phaseDone(rec.probe_ms);
-      rec.backup = gatherBackup(kept);
+      restore = findRestore(kept);
       phaseDone(rec.state_ms);
       rec.device = error->worker();
       rec.reason = error->what();
@@ -146,7 +149,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       rec.device = joinNames(lost);
       rec.kind = all_timed_out ? RecoveryKind::Stalled : RecoveryKind::Lost;
       rec.reason = error->what() + why_lost;
-      rec.backup = gatherBackup(kept);
+      restore = findRestore(kept);
       phaseDone(rec.state_ms);
 
       // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
@@ -179,8 +182,14 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       }
     }
 
-    rec.step = backup_step_;
-    rec.replayed_steps = rec.failed_after - backup_step_;
+    // Among arrangements as fast, the one that moves the least state.
+    if (restore) {
+      *next = placeNearState(*next, *over, costModel(*over), restore->choice, *restore->holders,
+                             std::max<std::int64_t>(target_ - restore->choice.step, 1));
+    }
+    rec.backup = restore ? restore->where : "checkpoint or deployment";
+    rec.step = restore ? restore->choice.step : backup_step_;
+    rec.replayed_steps = rec.failed_after - rec.step;
     rec.stages = next->stageCount();
     rec.devices = 0;
     for (const Stage& s : next->stages) rec.devices += static_cast<int>(s.members.size());
@@ -188,7 +197,21 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     if (events.on_failure) events.on_failure(rec);
     phase = Clock::now();  // what on_failure does is the caller's time
     try {
-      install(*next, over, backup_ ? &*backup_ : nullptr);
+      try {
+        install(*next, over, backup_ ? &*backup_ : nullptr, restore ? &*restore : nullptr);
+      } catch (const WorkerError& e) {
+        if (!restore) throw;
+        // The workers could not take the state from where it is held: the coordinator
+        // fetches it and deploys it with the plan.
+        if (events.on_log) {
+          events.on_log("coordinator", std::string("restoring the backups where they are held failed (") + e.what() +
+                                           "); fetching them first");
+        }
+        rec.backup = gatherBackup(kept);
+        rec.step = backup_step_;
+        rec.replayed_steps = rec.failed_after - rec.step;
+        install(*next, over, backup_ ? &*backup_ : nullptr);
+      }
       phaseDone(rec.deploy_ms);
     } catch (const WorkerError& e) {
       phaseDone(rec.deploy_ms);
@@ -198,7 +221,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       continue;
     }
     // Steps past the backup are computed again; they count once.
-    std::erase_if(result.steps, [&](const StepResult& s) { return s.step > backup_step_; });
+    std::erase_if(result.steps, [&](const StepResult& s) { return s.step > rec.step; });
     return rec;
   }
 }

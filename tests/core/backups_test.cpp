@@ -6,6 +6,8 @@
 
 #include "control/backup_schedule.h"
 #include "control/backups.h"
+#include "sim/simulator.h"
+#include "test_fixtures.h"
 
 namespace stagecraft::control {
 namespace {
@@ -102,6 +104,45 @@ TEST(BackupSchedule, TheNextBackupComesAStrideAfterTheLastOne) {
   EXPECT_TRUE(every2.due(20));
   EXPECT_FALSE(every2.due(19));
   EXPECT_FALSE(BackupSchedule{}.due(5));  // none
+}
+
+TEST(PlaceNearState, TheStagesGoWhereTheirStateIsHeldAndOnlyTheRestMoves) {
+  // Three stages over d0, d1, d2 (d3 spare); each stage's copy on the next stage's device,
+  // the last stage's on d0. d0 is lost: d1 holds [0, 2) (a copy) and [2, 5), d2 holds
+  // [2, 5) (a copy) and [5, 8), d3 nothing.
+  const Cluster all = stagecraft::testing::makeCluster({50, 50, 50, 50}, 1e6, 1000, 0.1);
+  const std::vector<std::vector<v1::BackupRef>> held{
+      {}, {ref(2, 5, 12), ref(0, 2, 12, "d0")}, {ref(5, 8, 12), ref(2, 5, 12, "d1")}, {}};
+  const std::vector<std::pair<int, int>> stages{{0, 2}, {2, 5}, {5, 8}};
+  const auto choice = chooseBackups(stages, held, 100);
+  ASSERT_TRUE(choice);
+  const std::vector<std::string> live{"d1", "d2", "d3"};
+  const Cluster over = restrictCluster(all, live);  // d1, d2, d3 as 0, 1, 2
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 256);
+  const CostModel cost(model, over);
+  Plan plan;
+  plan.model = "uniform";
+  plan.batch_size = 32;
+  plan.microbatches = 4;
+  // The planner's cuts, on the devices in an order that ignores the state: d3 first.
+  plan.stages = {Stage{0, 3, {{2, 8}}}, Stage{3, 5, {{0, 8}}}, Stage{5, 8, {{1, 8}}}};
+  const double before_ms = restoreMs(plan, over, cost, *choice, all);
+  const Plan placed = placeNearState(plan, over, cost, *choice, all, 20);
+  // On equal devices only the state moved counts: d1 takes [0, 3) (all its own), d2 [5, 8)
+  // (its own), and d3 the smallest stage, [3, 5), from d1.
+  ASSERT_EQ(placed.stageCount(), 3);
+  EXPECT_EQ(placed.stages[0].members.front().device, 0);
+  EXPECT_EQ(placed.stages[1].members.front().device, 2);
+  EXPECT_EQ(placed.stages[2].members.front().device, 1);
+  const double after_ms = restoreMs(placed, over, cost, *choice, all);
+  EXPECT_NEAR(after_ms, cost.wireMs(0, 2, cost.backupBytes(3, 5)), 1e-6);
+  EXPECT_LT(after_ms, before_ms);
+  // A device much faster than the others keeps the stage it trains fastest on, moving state
+  // or not, when enough steps are left to win the time back.
+  const Cluster uneven = restrictCluster(stagecraft::testing::makeCluster({50, 50, 50, 5000}, 1e6, 1000, 0.1), live);
+  const CostModel uneven_cost(model, uneven);
+  const Plan fast = placeNearState(plan, uneven, uneven_cost, *choice, all, 100000);
+  EXPECT_LT(simulate(fast, uneven_cost).iteration_ms, simulate(placed, uneven_cost).iteration_ms);
 }
 
 }  // namespace

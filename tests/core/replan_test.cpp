@@ -93,6 +93,24 @@ TEST(Replan, AttachWeightsGivesEachAssignmentItsRangeAndTheStep) {
   EXPECT_EQ(names(assignments[2].weights()), (std::vector<std::string>{"1.weight", "2.weight"}));
 }
 
+TEST(Replan, JoinLayersTakesARangeFromWiderPiecesOfOneStep) {
+  // A survivor restored to [1, 4) from its own [3, 5) and a neighbour's copy of [0, 3).
+  const v1::StageWeights own = stage(3, 5, 7, {"3.weight", "3.weight#momentum_buffer", "4.weight"});
+  const v1::StageWeights copy = stage(0, 3, 7, {"0.weight", "1.weight", "1.bias", "2.weight"});
+  const std::vector<const v1::StageWeights*> pieces{&own, &copy};
+  const v1::StageWeights joined = joinLayers(pieces, 1, 4);
+  EXPECT_EQ(joined.layer_begin(), 1);
+  EXPECT_EQ(joined.layer_end(), 4);
+  EXPECT_EQ(joined.step(), 7);
+  EXPECT_EQ(names(joined), (std::vector<std::string>{"1.weight", "1.bias", "2.weight", "3.weight",
+                                                      "3.weight#momentum_buffer"}));
+  // A layer no piece holds, or pieces of different steps, are refused.
+  EXPECT_THROW(joinLayers(pieces, 1, 6), Error);
+  const v1::StageWeights older = stage(3, 5, 6, {"3.weight", "4.weight"});
+  const std::vector<const v1::StageWeights*> mixed{&copy, &older};
+  EXPECT_THROW(joinLayers(mixed, 2, 4), Error);
+}
+
 TEST(Replan, MergeRefusesInconsistentStagesNamingTheWorker) {
   const std::vector<std::string> workers = {"alpha", "beta"};
   const auto message = [&](std::vector<v1::StageWeights> stages) {

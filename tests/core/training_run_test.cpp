@@ -108,9 +108,47 @@ TEST(TrainingRun, ALostDeviceIsReplayedFromTheBackupItsNeighbourHoldsAndEachStep
   EXPECT_EQ(static_cast<std::int64_t>(seen.size()), 12 + r.replayed_steps);
   EXPECT_FALSE(run->deployedCluster().find("d1"));
   EXPECT_EQ(run->step(), 12);
-  // The survivors got that step's weights.
+  // The survivors start from that step's states where they are held, not through the
+  // coordinator: d0 holds them all, from its own store; any other member fetches from d0.
   for (const auto& a : run->deployment().assignments()) {
     EXPECT_EQ(a.start_step(), r.step);
+    EXPECT_FALSE(a.has_weights());
+    ASSERT_GT(a.restore_size(), 0);
+    EXPECT_LE(a.restore(0).ref().layer_begin(), a.layer_begin());
+    EXPECT_GE(a.restore(a.restore_size() - 1).ref().layer_end(), a.layer_end());
+    for (const auto& source : a.restore()) {
+      EXPECT_EQ(source.ref().step(), r.step);
+      EXPECT_EQ(source.name(), "d0");
+      EXPECT_EQ(source.address().empty(), a.group(a.rank()).name() == "d0") << source.address();
+    }
+  }
+}
+
+TEST(TrainingRun, WhenTheWorkersCannotRestoreWhereTheStateIsTheCoordinatorFetchesAndDeploysIt) {
+  Fakes fakes(3, {}, [](int, FakeWorkerScript& script) { script.refuse_restore = true; });
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 64);
+  RunSettings settings = quickSettings();
+  settings.backup_every = 1;
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{}, stagecraft::testing::quickOptions(),
+                  settings);
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 6 && fakes.servers[1]) fakes.servers[1]->shutdown();
+  };
+  std::vector<std::string> logs;
+  events.on_log = [&](const std::string&, const std::string& text) { logs.push_back(text); };
+  const RunResult result = run.train(12, events);
+  ASSERT_EQ(result.steps.size(), 12u);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const Recovery& r = result.recoveries[0];
+  EXPECT_GT(r.step, 0);  // still from the backups, not from the deployment
+  EXPECT_NE(r.backup.find("from d0 (a copy from"), std::string::npos) << r.backup;
+  EXPECT_TRUE(std::ranges::any_of(logs, [](const std::string& l) {
+    return l.find("restoring the backups where they are held failed") != std::string::npos;
+  })) << ::testing::PrintToString(logs);
+  for (const auto& a : run.deployment().assignments()) {
+    EXPECT_EQ(a.restore_size(), 0);
     EXPECT_EQ(a.weights().step(), r.step);
   }
 }

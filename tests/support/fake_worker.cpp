@@ -117,6 +117,19 @@ grpc::Status FakeWorker::Deploy(grpc::ServerContext* context, const v1::StageAss
   if (assignment->has_weights() && assignment->weights().step() != assignment->start_step()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "weights of another step");
   }
+  // A restore takes the pieces named as its own from what this worker holds (the others
+  // it would fetch from their holders).
+  if (script_.refuse_restore && assignment->restore_size() > 0) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "the state to restore is no longer held");
+  }
+  for (const auto& source : assignment->restore()) {
+    if (source.ref().step() != assignment->start_step()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a restore source of another step");
+    }
+    if (source.address().empty() && !holds(source.ref())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "the state to restore is not held here");
+    }
+  }
   assignment_ = *assignment;
   step_ = assignment->start_step();
   backup_ = {assignment->backup_every(), assignment->start_step()};
@@ -378,21 +391,34 @@ grpc::Status FakeWorker::ListBackups(grpc::ServerContext* context, const v1::Lis
 grpc::Status FakeWorker::GetBackup(grpc::ServerContext* context, const v1::BackupRef* ref, v1::StageWeights* reply) {
   if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   std::lock_guard lock(mutex_);
-  if (assignment_ && ref->job() == assignment_->job() && ref->layer_begin() == assignment_->layer_begin() &&
-      ref->layer_end() == assignment_->layer_end() &&
-      std::find(own_backups_.begin(), own_backups_.end(), ref->step()) != own_backups_.end()) {
+  if (holdsOwn(*ref)) {
     *reply = weightsAt(ref->step(), true);
     return grpc::Status::OK;
   }
-  for (const auto& held : held_backups_) {
-    if (held.job() == ref->job() && held.layer_begin() == ref->layer_begin() && held.layer_end() == ref->layer_end() &&
-        held.step() == ref->step()) {
-      *reply = held;
-      return grpc::Status::OK;
-    }
+  if (const v1::StageWeights* held = heldCopy(*ref)) {
+    *reply = *held;
+    return grpc::Status::OK;
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such backup");
 }
+
+bool FakeWorker::holdsOwn(const v1::BackupRef& ref) const {
+  return assignment_ && ref.job() == assignment_->job() && ref.layer_begin() == assignment_->layer_begin() &&
+         ref.layer_end() == assignment_->layer_end() &&
+         std::find(own_backups_.begin(), own_backups_.end(), ref.step()) != own_backups_.end();
+}
+
+const v1::StageWeights* FakeWorker::heldCopy(const v1::BackupRef& ref) const {
+  for (const auto& held : held_backups_) {
+    if (held.job() == ref.job() && held.layer_begin() == ref.layer_begin() && held.layer_end() == ref.layer_end() &&
+        held.step() == ref.step()) {
+      return &held;
+    }
+  }
+  return nullptr;
+}
+
+bool FakeWorker::holds(const v1::BackupRef& ref) const { return holdsOwn(ref) || heldCopy(ref) != nullptr; }
 
 int FakeWorker::backupsHeld() const {
   std::lock_guard lock(mutex_);

@@ -43,6 +43,7 @@ struct FakeWorkerScript {
   std::string host_id;                 ///< WorkerInfo.host_id (empty: not reported)
   std::function<void()> on_profile;    ///< runs inside each Profile call, before it answers
   std::string token;                   ///< every call must carry this cluster token (empty: none)
+  bool refuse_restore = false;         ///< a Deploy naming restore sources fails (they are gone)
 };
 
 /// The default telemetry of `step`: one IterationReport.
@@ -102,6 +103,10 @@ class FakeWorker final : public v1::Worker::Service {
   /// The fake's weights of its stage at `step`; the caller holds mutex_.
   v1::StageWeights weightsAt(std::int64_t step, bool optimizer_state) const;
   void backUp(std::int64_t step, const v1::StageAssignment& assignment);
+  /// Whether `ref` is held here (own, or a neighbour's copy); the caller holds mutex_.
+  bool holdsOwn(const v1::BackupRef& ref) const;
+  const v1::StageWeights* heldCopy(const v1::BackupRef& ref) const;
+  bool holds(const v1::BackupRef& ref) const;
 
   FakeWorkerScript script_;
   std::string address_;

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "control/cluster_token.h"
+#include "io/error.h"
+#include "io/stage_weights.h"
 #include "peer_outbox.h"
 #include "worker_error.h"
 
@@ -127,6 +129,66 @@ void BackupStore::keepOnly(const std::string& job) {
   std::lock_guard lock(mutex_);
   std::erase_if(own_, [&](const auto& entry) { return std::get<0>(entry.first) != job; });
   std::erase_if(held_, [&](const auto& entry) { return std::get<0>(entry.first) != job; });
+}
+
+v1::StageWeights restoreState(const v1::StageAssignment& assignment, const BackupStore& store,
+                              const std::string& token, std::chrono::milliseconds deadline) {
+  const int n = assignment.restore_size();
+  std::vector<StateCopy> pieces(n);
+  std::vector<std::string> errors(n);
+  const auto fetch = [&](int i) {
+    const v1::BackupSource& source = assignment.restore(i);
+    const v1::BackupRef& ref = source.ref();
+    const std::string what = "the state of layers [" + std::to_string(ref.layer_begin()) + ", " +
+                             std::to_string(ref.layer_end()) + ") after step " + std::to_string(ref.step());
+    if (source.address().empty()) {
+      pieces[i] = store.find(ref);
+      if (!pieces[i]) errors[i] = what + " is no longer held here";
+      return;
+    }
+    auto stub = v1::Worker::NewStub(makeChannel(source.address()));
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata(control::kTokenMetadataKey, token);
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    auto state = std::make_shared<v1::StageWeights>();
+    const grpc::Status status = stub->GetBackup(&context, ref, state.get());
+    if (!status.ok()) {
+      errors[i] = "fetching " + what + " from worker '" + source.name() + "' (" + source.address() +
+                  ") failed: " + status.error_message();
+    } else if (state->job() != ref.job() || state->step() != ref.step() ||
+               state->layer_begin() != ref.layer_begin() || state->layer_end() != ref.layer_end()) {
+      errors[i] = "worker '" + source.name() + "' sent another state for " + what;
+    } else {
+      pieces[i] = std::move(state);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    if (assignment.restore(i).address().empty()) {
+      fetch(i);
+    } else {
+      threads.emplace_back(fetch, i);
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < n; ++i) {
+    if (!errors[i].empty()) {
+      throw WorkerError(assignment.restore(i).address().empty() ? ErrorCode::NotFound : ErrorCode::Unavailable,
+                        errors[i]);
+    }
+  }
+  std::vector<const v1::StageWeights*> states;
+  for (const auto& p : pieces) states.push_back(p.get());
+  try {
+    v1::StageWeights joined = control::joinLayers(states, assignment.layer_begin(), assignment.layer_end());
+    if (joined.step() != assignment.start_step()) {
+      throw Error("the state is of step " + std::to_string(joined.step()) + ", the assignment starts at step " +
+                  std::to_string(assignment.start_step()));
+    }
+    return joined;
+  } catch (const Error& e) {
+    throw WorkerError(ErrorCode::InvalidArgument, std::string("restore: ") + e.what());
+  }
 }
 
 BackupSender::BackupSender(std::string sender_name, std::string token, LinkPacer* link,

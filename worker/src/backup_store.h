@@ -5,6 +5,7 @@
 // the coordinator finds a step every stage still has somewhere and replays from it.
 // Torch-free.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -66,6 +67,13 @@ class BackupStore {
   std::string pinned_job_;
   std::int64_t keep_step_ = 0, ship_step_ = 0;
 };
+
+/// The state `assignment` starts from when it names restore sources: each piece from
+/// `store` (an empty address) or fetched from the worker holding it (GetBackup, with
+/// `token`, within `deadline`), the pieces fetched in parallel and joined into the
+/// assignment's layers at its start_step. Throws WorkerError naming what failed.
+v1::StageWeights restoreState(const v1::StageAssignment& assignment, const BackupStore& store,
+                              const std::string& token, std::chrono::milliseconds deadline);
 
 /// Ships the newest state it is offered to a worker's StoreBackup on its own thread: a
 /// state offered while another is on the wire replaces the one waiting, so a slow link

@@ -247,9 +247,17 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
     if (!confined) confined = given;
     useCachedScript(*confined->mutable_model());
   }
-  const v1::StageAssignment& assignment = confined ? *confined : given;
-  StageLayout layout = layoutStage(assignment);
+  StageLayout layout = layoutStage(confined ? *confined : given);
   checkMemory(layout, memory_limit_mb_, options_.memory_mb > 0 ? "--memory-mb" : "this machine's memory");
+  // A recovery's deployment starts from backups of the last one: this worker's own, or
+  // fetched from the workers that hold them (which keep them until the next Start).
+  if (given.restore_size() > 0) {
+    if (!confined) confined = given;
+    *confined->mutable_weights() = restoreState(
+        given, backups_, options_.token,
+        std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000)));
+  }
+  const v1::StageAssignment& assignment = confined ? *confined : given;
   joinTrainer();
   {
     // The old stage (and its group's store) goes first: the new one may reuse its ports.
@@ -269,8 +277,9 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   }
   inbox_.open(assignment.job(), inboxRules(layout, assignment.model()));
   // Whatever states were kept for the last deployment, the coordinator fetched them before
-  // deploying this one.
-  backups_.keepOnly("");
+  // deploying this one, or names them to restore from: those stay until the new job's first
+  // Start, for the other members that may still be fetching them.
+  backups_.keepOnly(given.restore_size() > 0 ? given.restore(0).ref().job() : "");
   RuntimeEnv env;
   // The name peers know this member by (the plan's), which their inboxes check.
   env.worker = assignment.group(layout.rank).name();
@@ -328,6 +337,7 @@ void WorkerNode::start(const v1::StartRequest& request) {
   // here (otherwise its copy, still being made, ships it when done).
   const std::string& job = runtime->layout().job;
   runtime->setBackupSchedule(request.backup_every(), request.backup_after());  // before the trainer reads it
+  backups_.keepOnly(job);  // the last deployment's, kept for a restore until now
   backups_.pin(job, request.keep_backup_step(), request.ship_backup_step());
   if (const std::string to = runtime->backupAddress(); !to.empty() && request.ship_backup_step() > 0) {
     if (StateCopy state = backups_.own(job, request.ship_backup_step())) backup_sender_.offer(std::move(state), to, true);
@@ -455,13 +465,23 @@ void WorkerNode::holdBackup(v1::StageWeights state, const std::string& sender) {
   backups_.hold(std::make_shared<const v1::StageWeights>(std::move(state)), sender);
 }
 
-v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) const {
+v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) {
   StateCopy state = backups_.find(ref);
   if (!state) {
     throw WorkerError(ErrorCode::NotFound, "no backup of job '" + ref.job() + "' layers [" +
                                                std::to_string(ref.layer_begin()) + ", " +
                                                std::to_string(ref.layer_end()) + ") at step " +
                                                std::to_string(ref.step()) + " is held here");
+  }
+  // Outgoing like any other traffic: paced by the emulated NIC, a megabyte at a time so
+  // a training stage's activations go between the pieces.
+  if (link_.paced()) {
+    constexpr std::size_t kPiece = 1 << 20;
+    for (std::size_t left = state->ByteSizeLong(); left > 0;) {
+      const std::size_t piece = std::min(left, kPiece);
+      std::this_thread::sleep_until(link_.reserve(piece));
+      left -= piece;
+    }
   }
   return *state;
 }

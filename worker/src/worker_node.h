@@ -65,8 +65,9 @@ class WorkerNode {
   /// than the one deployed here.
   void holdBackup(v1::StageWeights state, const std::string& sender);
   std::vector<v1::BackupRef> backups(const std::string& job) const { return backups_.list(job); }
-  /// Throws NotFound when the state is not held.
-  v1::StageWeights backup(const v1::BackupRef& ref) const;
+  /// A state held here, sent at the pace of the emulated NIC (--bandwidth-mbps). Throws
+  /// NotFound when it is not held.
+  v1::StageWeights backup(const v1::BackupRef& ref);
   /// An operation on the store of the group this worker is rank 0 of (GroupStore). Throws
   /// FailedPrecondition when no such group meets here (yet), or what the store throws.
   v1::GroupStoreReply groupStore(const v1::GroupStoreRequest& request);
