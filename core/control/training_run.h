@@ -86,8 +86,9 @@ struct RunSettings {
   std::chrono::milliseconds stall_floor{3000};
   std::string planner = "hybrid";  ///< re-plans over survivors and manual re-plans
   /// After a loss, a fresh plan over the live devices replaces the old plan without the
-  /// lost members only when predicted at least this many times faster (keeping the cuts
-  /// moves less and is what was tuned; a fresh plan may suit the survivors better).
+  /// lost members only when predicted to finish the steps left at least this many times
+  /// sooner, bringing its devices the state they lack included (keeping the cuts moves
+  /// less and is what was tuned; a fresh plan may suit the survivors better).
   double replan_gain = 1.10;
   /// When set, a checkpoint (control/checkpoint.h) is written here, atomically, at a backup
   /// at least every `checkpoint_every` steps (0: at every backup), for `run --resume`.

@@ -154,15 +154,24 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
 
       // The cheapest rung: the lost members' group keeps its cuts and its survivors take the
       // lost share. A new plan over every live device when that is impossible, does not fit,
-      // or is predicted clearly slower than a fresh plan.
+      // or is predicted clearly slower than a fresh plan, counting the time to bring each
+      // plan's devices the state they lack and then train the steps left.
+      const std::int64_t steps_left = std::max<std::int64_t>(target_ - (restore ? restore->choice.step : backup_step_), 1);
+      const auto finishMs = [&](Plan& plan, const Cluster& c) {
+        const CostModel cost = costModel(c);
+        if (!restore) return static_cast<double>(steps_left) * simulate(plan, cost).iteration_ms;
+        // Among arrangements of its stages, the one that moves the least state for its speed.
+        plan = placeNearState(std::move(plan), c, cost, restore->choice, *restore->holders, steps_left);
+        return restoreMs(plan, c, cost, restore->choice, *restore->holders) +
+               static_cast<double>(steps_left) * simulate(plan, cost).iteration_ms;
+      };
       double next_ms = 0;
       if (!kept.empty()) {
         auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
         if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-          const CostModel cost = costModel(*narrowed);
-          if (validatePlan(*p, cost).empty()) {
+          if (validatePlan(*p, costModel(*narrowed)).empty()) {
             next = std::move(*p);
-            next_ms = simulate(*next, cost).iteration_ms;
+            next_ms = finishMs(*next, *narrowed);
             over = narrowed;
             rec.action = "group";
           }
@@ -171,7 +180,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
       try {
         Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
-        const double fresh_ms = simulate(fresh, costModel(*everyone)).iteration_ms;
+        const double fresh_ms = finishMs(fresh, *everyone);
         if (!next || fresh_ms * settings_.replan_gain < next_ms) {
           next = std::move(fresh);
           over = everyone;
@@ -182,11 +191,6 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       }
     }
 
-    // Among arrangements as fast, the one that moves the least state.
-    if (restore) {
-      *next = placeNearState(*next, *over, costModel(*over), restore->choice, *restore->holders,
-                             std::max<std::int64_t>(target_ - restore->choice.step, 1));
-    }
     rec.backup = restore ? restore->where : "checkpoint or deployment";
     rec.step = restore ? restore->choice.step : backup_step_;
     rec.replayed_steps = rec.failed_after - rec.step;

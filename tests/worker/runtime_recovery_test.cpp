@@ -317,6 +317,28 @@ TEST(RuntimeBackupStride, AStartSaysHowOftenAStageBacksUpFromThenOn) {
   // The newest three kept: 2, 5 and 8.
   EXPECT_TRUE(own.count(5) && own.count(8)) << ::testing::PrintToString(own);
   for (const std::int64_t skipped : {3, 4, 6, 7, 9}) EXPECT_FALSE(own.count(skipped)) << skipped;
+
+  // A worker restoring part of a stage asks for those layers only.
+  v1::BackupRef part;
+  part.set_job(coordinator.job());
+  part.set_layer_begin(0);
+  part.set_layer_end(4);
+  part.set_step(8);
+  part.set_slice_begin(1);
+  part.set_slice_end(3);
+  v1::StageWeights sliced;
+  ASSERT_TRUE(workers[0]->call(&v1::Worker::Stub::GetBackup, part, &sliced).ok());
+  EXPECT_EQ(sliced.layer_begin(), 1);
+  EXPECT_EQ(sliced.layer_end(), 3);
+  EXPECT_EQ(sliced.step(), 8);
+  ASSERT_GT(sliced.tensors_size(), 0);
+  for (const auto& t : sliced.tensors()) {
+    const auto layer = control::tensorLayer(t.name());
+    EXPECT_TRUE(layer && *layer >= 1 && *layer < 3) << t.name();
+  }
+  part.set_slice_end(6);  // past the stage
+  EXPECT_EQ(workers[0]->call(&v1::Worker::Stub::GetBackup, part, &sliced).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // Three stages over w0..w2 with w3 spare, or a group of two in the middle.

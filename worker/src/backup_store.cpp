@@ -146,17 +146,21 @@ v1::StageWeights restoreState(const v1::StageAssignment& assignment, const Backu
       if (!pieces[i]) errors[i] = what + " is no longer held here";
       return;
     }
+    // Only the layers this stage needs of it travel.
+    v1::BackupRef part = ref;
+    part.set_slice_begin(std::max(ref.layer_begin(), assignment.layer_begin()));
+    part.set_slice_end(std::min(ref.layer_end(), assignment.layer_end()));
     auto stub = v1::Worker::NewStub(makeChannel(source.address()));
     grpc::ClientContext context;
     if (!token.empty()) context.AddMetadata(control::kTokenMetadataKey, token);
     context.set_deadline(std::chrono::system_clock::now() + deadline);
     auto state = std::make_shared<v1::StageWeights>();
-    const grpc::Status status = stub->GetBackup(&context, ref, state.get());
+    const grpc::Status status = stub->GetBackup(&context, part, state.get());
     if (!status.ok()) {
       errors[i] = "fetching " + what + " from worker '" + source.name() + "' (" + source.address() +
                   ") failed: " + status.error_message();
     } else if (state->job() != ref.job() || state->step() != ref.step() ||
-               state->layer_begin() != ref.layer_begin() || state->layer_end() != ref.layer_end()) {
+               state->layer_begin() != part.slice_begin() || state->layer_end() != part.slice_end()) {
       errors[i] = "worker '" + source.name() + "' sent another state for " + what;
     } else {
       pieces[i] = std::move(state);

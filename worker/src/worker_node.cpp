@@ -9,6 +9,7 @@
 
 #include "blas_probe.h"
 #include "data_paths.h"
+#include "io/stage_weights.h"
 #include "stage_layout.h"
 #include "stage_runtime.h"
 #include "status_mapping.h"
@@ -473,17 +474,31 @@ v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) {
                                                std::to_string(ref.layer_end()) + ") at step " +
                                                std::to_string(ref.step()) + " is held here");
   }
+  v1::StageWeights out;
+  if (ref.slice_begin() != 0 || ref.slice_end() != 0) {
+    if (ref.slice_begin() < state->layer_begin() || ref.slice_end() > state->layer_end() ||
+        ref.slice_begin() >= ref.slice_end()) {
+      throw WorkerError(ErrorCode::InvalidArgument,
+                        "layers [" + std::to_string(ref.slice_begin()) + ", " + std::to_string(ref.slice_end()) +
+                            ") are not a part of the backup of layers [" + std::to_string(state->layer_begin()) +
+                            ", " + std::to_string(state->layer_end()) + ")");
+    }
+    const v1::StageWeights* whole = state.get();
+    out = control::joinLayers(std::span(&whole, 1), ref.slice_begin(), ref.slice_end());
+  } else {
+    out = *state;
+  }
   // Outgoing like any other traffic: paced by the emulated NIC, a megabyte at a time so
   // a training stage's activations go between the pieces.
   if (link_.paced()) {
     constexpr std::size_t kPiece = 1 << 20;
-    for (std::size_t left = state->ByteSizeLong(); left > 0;) {
+    for (std::size_t left = out.ByteSizeLong(); left > 0;) {
       const std::size_t piece = std::min(left, kPiece);
       std::this_thread::sleep_until(link_.reserve(piece));
       left -= piece;
     }
   }
-  return *state;
+  return out;
 }
 
 v1::GroupStoreReply WorkerNode::groupStore(const v1::GroupStoreRequest& request) {
