@@ -12,25 +12,9 @@
 namespace stagecraft {
 namespace {
 
+using testing::addTimedDevice;
 using testing::makeCluster;
 using testing::uniformLinearModel;
-
-/// A device of `set` with one micro-batch size (1) whose `layers` layers each take
-/// `forward_ms` and `backward_ms` (a profile times its layers: one of all zeros is refused).
-v1::DeviceProfile* addTimedDevice(v1::ProfileSet& set, const std::string& name, int layers, double forward_ms,
-                                  double backward_ms) {
-  auto* dev = set.add_devices();
-  dev->set_device(name);
-  auto* b = dev->add_batches();
-  b->set_micro_batch(1);
-  for (int l = 0; l < layers; ++l) {
-    auto* t = b->add_layers();
-    t->set_layer(l);
-    t->set_forward_ms(forward_ms);
-    t->set_backward_ms(backward_ms);
-  }
-  return dev;
-}
 
 TEST(CostModel, ComputeTimeIsFlopsOverSpeed) {
   const ModelSpec model = uniformLinearModel(4, 100);  // 20 kFLOP forward per layer and sample

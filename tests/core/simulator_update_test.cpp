@@ -24,17 +24,8 @@ TEST(SimulatorUpdate, EveryMemberStepsItsOptimizerAfterTheAllReduce) {
   CostModel cost(model, cluster);
   v1::ProfileSet set;
   for (const auto& [name, step_ms] : {std::pair{"d0", 5.0}, std::pair{"d2", 7.0}}) {
-    auto* dev = set.add_devices();
-    dev->set_device(name);
-    auto* b = dev->add_batches();
-    b->set_micro_batch(1);
-    for (int l = 0; l < layers; ++l) {
-      auto* t = b->add_layers();
-      t->set_layer(l);
-      t->set_forward_ms(1);
-      t->set_backward_ms(2);
-      dev->add_sgd_update_ms(step_ms / 2);
-    }
+    v1::DeviceProfile* dev = testing::addTimedDevice(set, name, layers, 1, 2);
+    for (int l = 0; l < layers; ++l) dev->add_sgd_update_ms(step_ms / 2);
   }
   cost.setProfiles(set);
   Plan plan;

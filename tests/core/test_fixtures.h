@@ -7,6 +7,7 @@
 
 #include "cluster/cluster.h"
 #include "model/model_spec.h"
+#include "stagecraft/v1/cluster.pb.h"
 
 namespace stagecraft::testing {
 
@@ -45,6 +46,23 @@ inline Cluster makeCluster(const std::vector<double>& gflops, double memory_mb =
     d->set_bandwidth_mbps(bandwidth_mbps);
   }
   return Cluster::fromProto(c);
+}
+
+/// A device of `set` with one micro-batch size (1) whose `layers` layers each take
+/// `forward_ms` and `backward_ms` (a profile times its layers: one of all zeros is refused).
+inline v1::DeviceProfile* addTimedDevice(v1::ProfileSet& set, const std::string& name, int layers, double forward_ms,
+                                  double backward_ms) {
+  auto* dev = set.add_devices();
+  dev->set_device(name);
+  auto* b = dev->add_batches();
+  b->set_micro_batch(1);
+  for (int l = 0; l < layers; ++l) {
+    auto* t = b->add_layers();
+    t->set_layer(l);
+    t->set_forward_ms(forward_ms);
+    t->set_backward_ms(backward_ms);
+  }
+  return dev;
 }
 
 }  // namespace stagecraft::testing

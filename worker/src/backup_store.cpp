@@ -250,17 +250,13 @@ void BackupSender::run() {
       if (pending_ && pending_->job() == state->job() && pending_->step() <= state->step()) pending_.reset();
       in_flight_ = {state->job(), state->step()};
     }
-    if (link_ && link_->paced()) {
-      // A megabyte at a time, so activations queued meanwhile go between the pieces
-      // instead of waiting behind a whole model.
-      constexpr std::size_t kPiece = 1 << 20;
-      for (std::size_t left = state->ByteSizeLong(); left > 0;) {
-        const std::size_t piece = std::min(left, kPiece);
-        std::this_thread::sleep_until(link_->reserve(piece));
-        left -= piece;
-        std::lock_guard lock(mutex_);
-        if (closing_) return;
-      }
+    // Paced in pieces, so activations queued meanwhile go between them instead of waiting
+    // behind a whole model.
+    if (link_ && !link_->send(state->ByteSizeLong(), [this] {
+          std::lock_guard lock(mutex_);
+          return closing_;
+        })) {
+      return;
     }
     if (!stub || address != channel_address) {
       stub = v1::Worker::NewStub(makeChannel(address));

@@ -4,6 +4,7 @@
 #include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "control/cluster_token.h"
@@ -95,6 +96,18 @@ LinkPacer::Clock::time_point LinkPacer::reserve(std::size_t bytes, Clock::time_p
   std::lock_guard lock(mutex_);
   link_free_ = std::max(link_free_, now) + wire;
   return link_free_;
+}
+
+bool LinkPacer::send(std::size_t bytes, const std::function<bool()>& stop) {
+  if (!paced()) return true;
+  constexpr std::size_t kPiece = 1 << 20;
+  for (std::size_t left = bytes; left > 0;) {
+    const std::size_t piece = std::min(left, kPiece);
+    std::this_thread::sleep_until(reserve(piece));
+    left -= piece;
+    if (stop && stop()) return false;
+  }
+  return true;
 }
 
 PeerOutbox::PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error, std::string token)

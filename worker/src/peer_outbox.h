@@ -34,6 +34,10 @@ class LinkPacer {
   /// Puts `bytes` on the link after whatever is on it (from `now` at the earliest) and
   /// returns when they are through; `now` when unpaced.
   Clock::time_point reserve(std::size_t bytes, Clock::time_point now = Clock::now());
+  /// Waits until `bytes` are through, a megabyte at a time so that what is queued meanwhile
+  /// (a stage's activations) goes between the pieces; returns false, early, once `stop`
+  /// (asked between pieces, may be empty) says so. At once when unpaced.
+  bool send(std::size_t bytes, const std::function<bool()>& stop = {});
 
  private:
   double bandwidth_mbps_;

@@ -488,16 +488,7 @@ v1::StageWeights WorkerNode::backup(const v1::BackupRef& ref) {
   } else {
     out = *state;
   }
-  // Outgoing like any other traffic: paced by the emulated NIC, a megabyte at a time so
-  // a training stage's activations go between the pieces.
-  if (link_.paced()) {
-    constexpr std::size_t kPiece = 1 << 20;
-    for (std::size_t left = out.ByteSizeLong(); left > 0;) {
-      const std::size_t piece = std::min(left, kPiece);
-      std::this_thread::sleep_until(link_.reserve(piece));
-      left -= piece;
-    }
-  }
+  link_.send(out.ByteSizeLong());  // outgoing like any other traffic: the emulated NIC's pace
   return out;
 }
 
