@@ -144,7 +144,7 @@ std::vector<WorkerProbe> Coordinator::probe(milliseconds deadline) {
       return;
     }
     try {
-      p.info = clients_[d]->describe(deadline);
+      p.info = clients_[d]->describe(deadline, Resend::Never);  // a probe reports what it finds
       p.reachable = true;
     } catch (const WorkerError& e) {
       p.error = e.what();

@@ -319,7 +319,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
         try {
           // A fresh channel each time: a gRPC 1.51 channel whose first connect was refused
           // can keep failing for seconds after the worker listens.
-          WorkerClient(WorkerEndpoint{w.device(), w.address(), token}).describe(milliseconds(1000));
+          WorkerClient(WorkerEndpoint{w.device(), w.address(), token}).describe(milliseconds(1000), Resend::Never);
           ready[i] = true;
         } catch (const WorkerError&) {
           all = false;

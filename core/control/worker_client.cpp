@@ -16,15 +16,32 @@
 namespace stagecraft::control {
 namespace {
 
-/// One unary call with a deadline; a failure throws WorkerError naming the worker.
+/// One unary call with a deadline; a failure throws WorkerError naming the worker. A
+/// failed connection is tried once more as `resend` allows, waiting for it to come back.
 template <class Request, class Reply, class Method>
 Reply call(const WorkerEndpoint& endpoint, std::string_view name, Method method, const Request& request,
-           std::chrono::milliseconds deadline) {
-  grpc::ClientContext context;
-  authorizeCall(context, endpoint);
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
+           std::chrono::milliseconds deadline, Resend resend) {
+  const auto until = std::chrono::system_clock::now() + deadline;
   Reply reply;
-  const grpc::Status status = method(&context, request, &reply);
+  grpc::Status status;
+  {
+    grpc::ClientContext context;
+    authorizeCall(context, endpoint);
+    context.set_deadline(until);
+    status = method(&context, request, &reply);
+  }
+  const bool again = (resend == Resend::IfUnsent && isConnectionNeverOpened(status)) ||
+                     (resend == Resend::IfConnectionFailed && isConnectionFailure(status));
+  if (again) {
+    grpc::ClientContext context;
+    authorizeCall(context, endpoint);
+    context.set_wait_for_ready(true);  // through the channel's reconnect, not failing at its first refusal
+    context.set_deadline(std::min(until, std::chrono::system_clock::now() + kReconnectWait));
+    reply.Clear();
+    const grpc::Status second = method(&context, request, &reply);
+    // A connection that did not come back in time leaves the first failure as the news.
+    if (second.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) status = second;
+  }
   if (!status.ok()) throw workerFailure(endpoint, name, status, deadline);
   return reply;
 }
@@ -53,10 +70,10 @@ WorkerClient::WorkerClient(WorkerEndpoint endpoint, int max_message_bytes)
       channel_(makeWorkerChannel(endpoint_.address, max_message_bytes)),
       stub_(v1::Worker::NewStub(channel_)) {}
 
-v1::WorkerInfo WorkerClient::describe(std::chrono::milliseconds deadline) {
+v1::WorkerInfo WorkerClient::describe(std::chrono::milliseconds deadline, Resend resend) {
   return call<v1::DescribeRequest, v1::WorkerInfo>(
       endpoint_, "Describe", [&](auto* c, const auto& r, auto* o) { return stub_->Describe(c, r, o); },
-      v1::DescribeRequest{}, deadline);
+      v1::DescribeRequest{}, deadline, resend);
 }
 
 void WorkerClient::sendModelFile(const v1::ScriptSource& script, std::chrono::milliseconds deadline) {
@@ -65,7 +82,7 @@ void WorkerClient::sendModelFile(const v1::ScriptSource& script, std::chrono::mi
   ref.set_size(script.size());
   const v1::ModelFileStatus held = call<v1::ModelFileRef, v1::ModelFileStatus>(
       endpoint_, "HasModelFile", [&](auto* c, const auto& r, auto* o) { return stub_->HasModelFile(c, r, o); }, ref,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
   if (held.held()) return;
   std::ifstream in(script.path(), std::ios::binary);
   if (!in) throw environmentError(script.path() + ": the model file cannot be read");
@@ -101,42 +118,44 @@ v1::DeviceProfile WorkerClient::profile(const v1::ProfileRequest& request, std::
   if (request.model().has_script()) sendModelFile(request.model().script(), deadline);
   return call<v1::ProfileRequest, v1::DeviceProfile>(
       endpoint_, "Profile", [&](auto* c, const auto& r, auto* o) { return stub_->Profile(c, r, o); }, request,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
 }
 
 v1::DeployReply WorkerClient::deploy(const v1::StageAssignment& assignment, std::chrono::milliseconds deadline) {
   if (assignment.model().has_script()) sendModelFile(assignment.model().script(), deadline);
   return call<v1::StageAssignment, v1::DeployReply>(
       endpoint_, "Deploy", [&](auto* c, const auto& r, auto* o) { return stub_->Deploy(c, r, o); }, assignment,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
 }
 
 v1::EvaluateReply WorkerClient::evaluate(const v1::EvaluateRequest& request, std::chrono::milliseconds deadline) {
   return call<v1::EvaluateRequest, v1::EvaluateReply>(
       endpoint_, "Evaluate", [&](auto* c, const auto& r, auto* o) { return stub_->Evaluate(c, r, o); }, request,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
 }
 
 void WorkerClient::start(const v1::StartRequest& request, std::chrono::milliseconds deadline) {
   call<v1::StartRequest, v1::StartReply>(
-      endpoint_, "Start", [&](auto* c, const auto& r, auto* o) { return stub_->Start(c, r, o); }, request, deadline);
+      endpoint_, "Start", [&](auto* c, const auto& r, auto* o) { return stub_->Start(c, r, o); }, request, deadline,
+      Resend::IfUnsent);
 }
 
 v1::StopReply WorkerClient::stop(const v1::StopRequest& request, std::chrono::milliseconds deadline) {
   return call<v1::StopRequest, v1::StopReply>(
-      endpoint_, "Stop", [&](auto* c, const auto& r, auto* o) { return stub_->Stop(c, r, o); }, request, deadline);
+      endpoint_, "Stop", [&](auto* c, const auto& r, auto* o) { return stub_->Stop(c, r, o); }, request, deadline,
+      Resend::Never);
 }
 
 v1::HeartbeatReply WorkerClient::heartbeat(std::chrono::milliseconds deadline) {
   return call<v1::HeartbeatRequest, v1::HeartbeatReply>(
       endpoint_, "Heartbeat", [&](auto* c, const auto& r, auto* o) { return stub_->Heartbeat(c, r, o); },
-      v1::HeartbeatRequest{}, deadline);
+      v1::HeartbeatRequest{}, deadline, Resend::Never);
 }
 
 v1::StageWeights WorkerClient::getWeights(const v1::GetWeightsRequest& request, std::chrono::milliseconds deadline) {
   return call<v1::GetWeightsRequest, v1::StageWeights>(
       endpoint_, "GetWeights", [&](auto* c, const auto& r, auto* o) { return stub_->GetWeights(c, r, o); }, request,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
 }
 
 v1::BackupList WorkerClient::listBackups(const std::string& job, std::chrono::milliseconds deadline) {
@@ -144,13 +163,13 @@ v1::BackupList WorkerClient::listBackups(const std::string& job, std::chrono::mi
   request.set_job(job);
   return call<v1::ListBackupsRequest, v1::BackupList>(
       endpoint_, "ListBackups", [&](auto* c, const auto& r, auto* o) { return stub_->ListBackups(c, r, o); },
-      request, deadline);
+      request, deadline, Resend::IfConnectionFailed);
 }
 
 v1::StageWeights WorkerClient::getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline) {
   return call<v1::BackupRef, v1::StageWeights>(
       endpoint_, "GetBackup", [&](auto* c, const auto& r, auto* o) { return stub_->GetBackup(c, r, o); }, ref,
-      deadline);
+      deadline, Resend::IfConnectionFailed);
 }
 
 }  // namespace stagecraft::control

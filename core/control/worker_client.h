@@ -25,6 +25,18 @@ std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address,
 /// Adds `endpoint`'s cluster token (if any) to a call's metadata, where the worker looks.
 void authorizeCall(grpc::ClientContext& context, const WorkerEndpoint& endpoint);
 
+/// When a call whose connection failed is sent once more: a worker that is busy accepting
+/// or a link that blinked should not end a deployment, but a liveness probe must not wait.
+enum class Resend {
+  Never,              ///< probes, heartbeats, stops: their failure is the news
+  IfUnsent,           ///< not idempotent (Start): only when the connection never opened
+  IfConnectionFailed  ///< idempotent calls: after any failure of the connection
+};
+
+/// How long a resent call waits for the connection to come back (within its own deadline):
+/// the channel retries a refused connection after 0.1 s, then 0.16 s.
+constexpr std::chrono::milliseconds kReconnectWait{500};
+
 /// The coordinator's end of one worker: every unary call has a deadline and turns a
 /// failure into a WorkerError through describeStatus().
 class WorkerClient {
@@ -34,7 +46,7 @@ class WorkerClient {
   const WorkerEndpoint& endpoint() const { return endpoint_; }
   v1::Worker::Stub& stub() { return *stub_; }
 
-  v1::WorkerInfo describe(std::chrono::milliseconds deadline);
+  v1::WorkerInfo describe(std::chrono::milliseconds deadline, Resend resend = Resend::IfConnectionFailed);
   /// Profile and Deploy of a TorchScript model first make sure the worker holds its file
   /// (sendModelFile).
   v1::DeviceProfile profile(const v1::ProfileRequest& request, std::chrono::milliseconds deadline);

@@ -329,6 +329,21 @@ TEST(ControlCoordinator, UnreachableWorkerFailsFastWithAClearMessage) {
   EXPECT_NE(probes[1].error.find("not reachable"), std::string::npos);
 }
 
+TEST(ControlWorkerClient, ADeployWhoseConnectionFailedIsSentAgainOnceTheWorkerListens) {
+  // The channel's first connection is refused (the worker is not listening yet), as a
+  // worker busy accepting or a Wi-Fi link that blinked would refuse it.
+  const int port = closedPort();
+  control::WorkerClient client({"d0", "127.0.0.1:" + std::to_string(port)});
+  EXPECT_THROW(client.heartbeat(milliseconds(300)), WorkerError);  // a probe does not wait: its failure is the news
+  FakeWorkerServer server(FakeWorkerScript{}, port);
+  v1::StageAssignment assignment;
+  assignment.set_job("job");
+  assignment.add_group()->set_name("d0");
+  EXPECT_NO_THROW(client.deploy(assignment, milliseconds(5000)));
+  ASSERT_TRUE(server.worker().assignment());
+  EXPECT_EQ(server.worker().assignment()->job(), "job");
+}
+
 TEST(ControlCoordinator, SlowWorkerHitsTheDeadline) {
   std::vector<FakeWorkerScript> scripts(1);
   scripts[0].describe_delay = milliseconds(1500);

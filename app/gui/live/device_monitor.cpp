@@ -94,7 +94,7 @@ control::WorkerProbe DeviceMonitor::describeEndpoint(const control::WorkerEndpoi
   control::WorkerProbe probe;
   probe.endpoint = endpoint;
   try {
-    probe.info = client->describe(deadline);
+    probe.info = client->describe(deadline, control::Resend::Never);  // a probe reports what it finds
     probe.reachable = true;
   } catch (const std::exception& e) {
     probe.error = e.what();
