@@ -3,6 +3,7 @@
 // kept for a device that may yet be lost, who is left when one is, and the recovery.
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <thread>
 
 #include "control/backups.h"
@@ -177,17 +178,45 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
           }
         }
       }
-      auto everyone = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
-      try {
-        Plan fresh = planOver(*everyone, "cannot continue without " + rec.device);
-        const double fresh_ms = finishMs(fresh, *everyone);
-        if (!next || fresh_ms * settings_.replan_gain < next_ms) {
-          next = std::move(fresh);
-          over = everyone;
-          rec.action = "replan";
+      // A fresh plan over every live device, and one over only those that hold the state:
+      // a device holding nothing must first be brought its stage, and whether it gains
+      // more than that costs over the steps left decides.
+      std::vector<std::vector<std::string>> candidates{live};
+      if (restore) {
+        std::vector<std::string> holding;
+        for (const std::string& name : live) {
+          const auto at = restore->holders->find(name);
+          const bool holds = at && std::any_of(restore->choice.holders.begin(), restore->choice.holders.end(),
+                                               [&](const std::vector<int>& h) {
+                                                 return std::find(h.begin(), h.end(), *at) != h.end();
+                                               });
+          if (holds) holding.push_back(name);
         }
-      } catch (const Error&) {
-        if (!next) throw;
+        if (!holding.empty() && holding.size() < live.size()) candidates.push_back(std::move(holding));
+      }
+      std::optional<Plan> fresh;
+      std::shared_ptr<const Cluster> fresh_over;
+      double fresh_ms = 0;
+      std::exception_ptr unplannable;  // why the first candidate has no plan
+      for (const auto& names : candidates) {
+        auto c = std::make_shared<const Cluster>(restrictCluster(*cluster_, names));
+        try {
+          Plan p = planOver(*c, "cannot continue without " + rec.device);
+          const double ms = finishMs(p, *c);
+          if (!fresh || ms < fresh_ms) {
+            fresh = std::move(p);
+            fresh_over = std::move(c);
+            fresh_ms = ms;
+          }
+        } catch (const Error&) {
+          if (!unplannable) unplannable = std::current_exception();
+        }
+      }
+      if (!fresh && !next) std::rethrow_exception(unplannable);
+      if (fresh && (!next || fresh_ms * settings_.replan_gain < next_ms)) {
+        next = std::move(fresh);
+        over = std::move(fresh_over);
+        rec.action = "replan";
       }
     }
 

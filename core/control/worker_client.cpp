@@ -30,9 +30,7 @@ Reply call(const WorkerEndpoint& endpoint, std::string_view name, Method method,
     context.set_deadline(until);
     status = method(&context, request, &reply);
   }
-  const bool again = (resend == Resend::IfUnsent && isConnectionNeverOpened(status)) ||
-                     (resend == Resend::IfConnectionFailed && isConnectionFailure(status));
-  if (again) {
+  if (resend == Resend::IfConnectionFailed && isConnectionFailure(status)) {
     grpc::ClientContext context;
     authorizeCall(context, endpoint);
     context.set_wait_for_ready(true);  // through the channel's reconnect, not failing at its first refusal
@@ -131,13 +129,13 @@ v1::DeployReply WorkerClient::deploy(const v1::StageAssignment& assignment, std:
 v1::EvaluateReply WorkerClient::evaluate(const v1::EvaluateRequest& request, std::chrono::milliseconds deadline) {
   return call<v1::EvaluateRequest, v1::EvaluateReply>(
       endpoint_, "Evaluate", [&](auto* c, const auto& r, auto* o) { return stub_->Evaluate(c, r, o); }, request,
-      deadline, Resend::IfConnectionFailed);
+      deadline, Resend::Never);
 }
 
 void WorkerClient::start(const v1::StartRequest& request, std::chrono::milliseconds deadline) {
   call<v1::StartRequest, v1::StartReply>(
       endpoint_, "Start", [&](auto* c, const auto& r, auto* o) { return stub_->Start(c, r, o); }, request, deadline,
-      Resend::IfUnsent);
+      Resend::Never);
 }
 
 v1::StopReply WorkerClient::stop(const v1::StopRequest& request, std::chrono::milliseconds deadline) {
@@ -163,13 +161,13 @@ v1::BackupList WorkerClient::listBackups(const std::string& job, std::chrono::mi
   request.set_job(job);
   return call<v1::ListBackupsRequest, v1::BackupList>(
       endpoint_, "ListBackups", [&](auto* c, const auto& r, auto* o) { return stub_->ListBackups(c, r, o); },
-      request, deadline, Resend::IfConnectionFailed);
+      request, deadline, Resend::Never);
 }
 
 v1::StageWeights WorkerClient::getBackup(const v1::BackupRef& ref, std::chrono::milliseconds deadline) {
   return call<v1::BackupRef, v1::StageWeights>(
       endpoint_, "GetBackup", [&](auto* c, const auto& r, auto* o) { return stub_->GetBackup(c, r, o); }, ref,
-      deadline, Resend::IfConnectionFailed);
+      deadline, Resend::Never);
 }
 
 }  // namespace stagecraft::control

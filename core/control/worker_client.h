@@ -25,12 +25,14 @@ std::shared_ptr<grpc::Channel> makeWorkerChannel(const std::string& address,
 /// Adds `endpoint`'s cluster token (if any) to a call's metadata, where the worker looks.
 void authorizeCall(grpc::ClientContext& context, const WorkerEndpoint& endpoint);
 
-/// When a call whose connection failed is sent once more: a worker that is busy accepting
-/// or a link that blinked should not end a deployment, but a liveness probe must not wait.
+/// Whether a call whose connection failed is sent once more. The calls that set a run up
+/// (Describe, Profile, Deploy, a model file, collecting weights) are: a worker busy
+/// accepting or a link that blinked should not end a deployment. The calls of a run under
+/// way (Start, Stop, Heartbeat, Evaluate, the backups) and probes are not: a device that
+/// refuses them is most likely gone, and the recovery must hear it at once.
 enum class Resend {
-  Never,              ///< probes, heartbeats, stops: their failure is the news
-  IfUnsent,           ///< not idempotent (Start): only when the connection never opened
-  IfConnectionFailed  ///< idempotent calls: after any failure of the connection
+  Never,
+  IfConnectionFailed  ///< idempotent calls only
 };
 
 /// How long a resent call waits for the connection to come back (within its own deadline):

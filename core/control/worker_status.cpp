@@ -31,17 +31,6 @@ bool isTransportFailure(std::string_view message) {
   return false;
 }
 
-/// Of those, the ones gRPC gives when no connection was made at all.
-bool isConnectFailure(std::string_view message) {
-  constexpr std::array<std::string_view, 6> kMarks = {
-      "failed to connect",     "Connection refused", "connections to all backends failing",
-      "DNS resolution failed", "No route to host",   "Network is unreachable"};
-  for (auto mark : kMarks) {
-    if (message.find(mark) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 /// A failed TLS handshake, as gRPC words it ("Ssl handshake failed", "certificate verify
 /// failed", "WRONG_VERSION_NUMBER" for plain TCP meeting TLS...).
 bool isTlsFailure(std::string_view message) {
@@ -82,11 +71,6 @@ std::string oneLine(std::string_view text) {
 bool isConnectionFailure(const grpc::Status& status) {
   const std::string& detail = status.error_message();
   return status.error_code() == grpc::StatusCode::UNAVAILABLE && !isTlsFailure(detail) && isTransportFailure(detail);
-}
-
-bool isConnectionNeverOpened(const grpc::Status& status) {
-  const std::string& detail = status.error_message();
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE && !isTlsFailure(detail) && isConnectFailure(detail);
 }
 
 std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, const grpc::Status& status,

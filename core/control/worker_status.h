@@ -63,9 +63,6 @@ std::string describeStatus(const WorkerEndpoint& worker, std::string_view call, 
 
 /// The call failed on its connection (refused, reset, closed, no route), not in the worker.
 bool isConnectionFailure(const grpc::Status& status);
-/// The connection never opened, so the request never left this side: it is safe to send
-/// again even when doing it twice would not be.
-bool isConnectionNeverOpened(const grpc::Status& status);
 
 /// describeStatus() as an exception.
 WorkerError workerFailure(const WorkerEndpoint& worker, std::string_view call, const grpc::Status& status,

@@ -74,20 +74,15 @@ TEST(ControlStatus, OnlyAFailedConnectionIsWorthSendingAgain) {
                                       "failed to connect to all addresses; last error: UNAVAILABLE: "
                                       "ipv4:127.0.0.1:50052: Connection refused");
   EXPECT_TRUE(control::isConnectionFailure(refused));
-  EXPECT_TRUE(control::isConnectionNeverOpened(refused));
-  // Reset mid-call: the request may have arrived, so only an idempotent call goes again.
-  const grpc::Status reset = status(grpc::StatusCode::UNAVAILABLE, "Connection reset by peer");
-  EXPECT_TRUE(control::isConnectionFailure(reset));
-  EXPECT_FALSE(control::isConnectionNeverOpened(reset));
+  EXPECT_TRUE(control::isConnectionFailure(status(grpc::StatusCode::UNAVAILABLE, "Connection reset by peer")));
   // A TLS disagreement does not heal by itself; a worker's own UNAVAILABLE is its news.
   const grpc::Status tls = status(grpc::StatusCode::UNAVAILABLE,
                                   "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50052: "
                                   "Ssl handshake failed: SSL_ERROR_SSL");
   EXPECT_FALSE(control::isConnectionFailure(tls));
-  EXPECT_FALSE(control::isConnectionNeverOpened(tls));
   EXPECT_FALSE(control::isConnectionFailure(status(grpc::StatusCode::UNAVAILABLE, "peer 'edge-2' unreachable")));
   EXPECT_FALSE(control::isConnectionFailure(status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded")));
-  EXPECT_FALSE(control::isConnectionNeverOpened(status(grpc::StatusCode::INTERNAL, "failed to connect")));
+  EXPECT_FALSE(control::isConnectionFailure(status(grpc::StatusCode::INTERNAL, "failed to connect")));
 }
 
 // ---------------------------------------------------------------- telemetry aggregation

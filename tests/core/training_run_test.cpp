@@ -3,6 +3,7 @@
 // stragglers, stop and re-plan requests at a step boundary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -70,8 +71,8 @@ RunSettings quickSettings() {
 
 /// Trains 12 steps on a two-stage plan over d0, d1 (d2 spare) and loses d1 after step 6.
 RunResult trainLosingD1(Fakes& fakes, std::int64_t backup_every, std::vector<std::int64_t>& seen,
-                        std::unique_ptr<TrainingRun>& run) {
-  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 64);
+                        std::unique_ptr<TrainingRun>& run, int width = 64) {
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, width);
   RunSettings settings = quickSettings();
   settings.backup_every = backup_every;
   run = std::make_unique<TrainingRun>(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
@@ -151,6 +152,46 @@ TEST(TrainingRun, WhenTheWorkersCannotRestoreWhereTheStateIsTheCoordinatorFetche
     EXPECT_EQ(a.restore_size(), 0);
     EXPECT_EQ(a.weights().step(), r.step);
   }
+}
+
+/// Loses d1 as trainLosingD1 does (1024-wide layers: 4 MiB each), with the spare d2 at
+/// `gflops` behind a `mbps` link; d0 holds its own state and d1's copies, d2 nothing.
+/// Returns the recovered deployment's members, and whether any fetched state from another.
+std::vector<std::string> membersAfterLosingD1(double gflops, double mbps, bool& fetched) {
+  Fakes fakes(3);
+  v1::Cluster proto = fakes.cluster.toProto();
+  proto.mutable_devices(2)->set_gflops(gflops);
+  proto.mutable_devices(2)->set_bandwidth_mbps(mbps);
+  fakes.cluster = Cluster::fromProto(proto);
+  std::vector<std::int64_t> seen;
+  std::unique_ptr<TrainingRun> run;
+  const RunResult result = trainLosingD1(fakes, 1, seen, run, 1024);
+  EXPECT_EQ(result.steps.size(), 12u);
+  EXPECT_EQ(result.recoveries.size(), 1u);
+  std::vector<std::string> members;
+  fetched = false;
+  for (const auto& a : run->deployment().assignments()) {
+    members.push_back(a.group(a.rank()).name());
+    for (const auto& source : a.restore()) fetched = fetched || !source.address().empty();
+  }
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+TEST(TrainingRun, ASpareThatHoldsNothingIsLeftOutWhenBringingItTheStateCostsMoreThanItGains) {
+  // A spare a hundred times faster that a plan over the survivors would use, but its 100
+  // Mbit/s link needs seconds for the 32-64 MiB of state; six steps gain milliseconds.
+  bool fetched = true;
+  EXPECT_EQ(membersAfterLosingD1(10000, 100, fetched), std::vector<std::string>{"d0"});
+  EXPECT_FALSE(fetched);  // d0 restores every layer from what it holds: nothing moved
+}
+
+TEST(TrainingRun, ASpareThatHoldsNothingIsBroughtTheStateWhenItGainsMore) {
+  // The same spare on a link that moves the state at once: the steps left are worth it.
+  bool fetched = false;
+  const std::vector<std::string> members = membersAfterLosingD1(10000, 1e9, fetched);
+  EXPECT_NE(std::find(members.begin(), members.end(), "d2"), members.end()) << ::testing::PrintToString(members);
+  EXPECT_TRUE(fetched);
 }
 
 TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {
