@@ -213,6 +213,7 @@ BackupSender::~BackupSender() {
 void BackupSender::offer(StateCopy state, const std::string& address, bool must_arrive) {
   {
     std::lock_guard lock(mutex_);
+    kept_job_ = state->job();  // only the job training here offers copies
     if (must_arrive) {
       const std::pair<std::string, std::int64_t> which{state->job(), state->step()};
       const bool sent = in_flight_ == which || std::find(delivered_.begin(), delivered_.end(), which) != delivered_.end();
@@ -225,6 +226,14 @@ void BackupSender::offer(StateCopy state, const std::string& address, bool must_
     }
   }
   changed_.notify_all();
+}
+
+void BackupSender::keepOnly(const std::string& job) {
+  std::lock_guard lock(mutex_);
+  kept_job_ = job;
+  if (pending_ && pending_->job() != job) pending_.reset();
+  if (pending_must_ && pending_must_->job() != job) pending_must_.reset();
+  if (sending_ && in_flight_.first != job) sending_->TryCancel();
 }
 
 void BackupSender::run() {
@@ -252,11 +261,15 @@ void BackupSender::run() {
     }
     // Paced in pieces, so activations queued meanwhile go between them instead of waiting
     // behind a whole model.
-    if (link_ && !link_->send(state->ByteSizeLong(), [this] {
-          std::lock_guard lock(mutex_);
-          return closing_;
-        })) {
-      return;
+    const auto given_up = [&] {
+      std::lock_guard lock(mutex_);
+      return closing_ || (!kept_job_.empty() && state->job() != kept_job_);
+    };
+    if ((link_ && !link_->send(state->ByteSizeLong(), given_up)) || given_up()) {
+      std::lock_guard lock(mutex_);
+      in_flight_ = {};
+      if (closing_) return;
+      continue;
     }
     if (!stub || address != channel_address) {
       stub = v1::Worker::NewStub(makeChannel(address));
@@ -269,15 +282,21 @@ void BackupSender::run() {
     // backup; the next step's state is offered anyway.
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::StoreBackupReply reply;
+    {
+      std::lock_guard lock(mutex_);
+      sending_ = &context;
+    }
     const grpc::Status status = stub->StoreBackup(&context, *state, &reply);
     {
       std::lock_guard lock(mutex_);
+      sending_ = nullptr;
       in_flight_ = {};
       if (status.ok()) {
         delivered_.emplace_back(state->job(), state->step());
         while (delivered_.size() > 8) delivered_.pop_front();
       }
     }
+    if (!status.ok() && given_up()) continue;  // cancelled here: not the neighbour's failure
     const bool first_failure = !status.ok() && !failing_;
     failing_ = !status.ok();
     if (first_failure && on_failure_) {

@@ -22,6 +22,10 @@
 #include "cost/cost_model.h"
 #include "stagecraft/v1/worker.pb.h"
 
+namespace grpc {
+class ClientContext;
+}
+
 namespace stagecraft::worker {
 
 using StateCopy = std::shared_ptr<const v1::StageWeights>;
@@ -93,6 +97,10 @@ class BackupSender {
   BackupSender& operator=(const BackupSender&) = delete;
 
   void offer(StateCopy state, const std::string& address, bool must_arrive = false);
+  /// From now on only `job`'s copies are worth sending: the others waiting are dropped and
+  /// one on the wire is abandoned at its next megabyte (a recovery's fetches need the link,
+  /// and the copy may be bound for the device that was lost).
+  void keepOnly(const std::string& job);
 
  private:
   void run();
@@ -109,6 +117,8 @@ class BackupSender {
   std::string pending_must_address_;
   std::pair<std::string, std::int64_t> in_flight_;  // job and step on the wire
   std::deque<std::pair<std::string, std::int64_t>> delivered_;  // the last few, oldest first
+  std::string kept_job_;                    // empty: every job's copies
+  grpc::ClientContext* sending_ = nullptr;  // the StoreBackup call on the wire, to cancel
   bool closing_ = false;
   bool failing_ = false;  // the last send failed (reported once until one succeeds)
   std::thread thread_;

@@ -250,6 +250,9 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   }
   StageLayout layout = layoutStage(confined ? *confined : given);
   checkMemory(layout, memory_limit_mb_, options_.memory_mb > 0 ? "--memory-mb" : "this machine's memory");
+  // The last job's copies still queued or on the wire are of no use now, and its fetches
+  // below (and the other members', from this worker) need the link.
+  backup_sender_.keepOnly(given.job());
   // A recovery's deployment starts from backups of the last one: this worker's own, or
   // fetched from the workers that hold them (which keep them until the next Start).
   if (given.restore_size() > 0) {
