@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "peer_inbox.h"
 #include "stage_layout.h"
@@ -121,6 +122,31 @@ TEST(PeerInbox, SlicesThatAreNotFiniteAreTakenAndCounted) {
   EXPECT_EQ(put(inbox, slice("a", false, 1, 1, {2, 8}, INFINITY)).second, "taken");
   EXPECT_EQ(put(inbox, slice("c", true, 1, 0, {2, 4}, 0.5f)).second, "taken");
   EXPECT_EQ(inbox.nonFiniteSlices(), 2u);
+}
+
+TEST(PeerInbox, EveryNonFiniteValueIsFoundWhereverItSits) {
+  // Lengths around the four-word vectors and the 1024-word blocks, the value at the start,
+  // the middle and the end (the scalar tail included).
+  const std::vector<float> bad = {std::nanf(""), -std::nanf(""), INFINITY, -INFINITY};
+  const std::vector<float> good = {0.0f, -0.0f, 1.0f, std::numeric_limits<float>::max(),
+                                   -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
+  for (const std::size_t n : {0u, 1u, 3u, 4u, 5u, 7u, 1023u, 1024u, 1025u, 2051u}) {
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = good[i % good.size()];
+    auto bytes = [&] { return std::string(reinterpret_cast<const char*>(values.data()), n * sizeof(float)); };
+    EXPECT_TRUE(allFiniteFloats(bytes())) << n << " finite values";
+    for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      if (n == 0) break;
+      for (const float v : bad) {
+        const float kept = values[at];
+        values[at] = v;
+        EXPECT_FALSE(allFiniteFloats(bytes())) << v << " at " << at << " of " << n;
+        values[at] = kept;
+      }
+    }
+  }
+  // A trailing partial word is not a float.
+  EXPECT_TRUE(allFiniteFloats(std::string("\xff\xff\xff", 3)));
 }
 
 TEST(PeerInbox, RulesFollowTheLayoutsNeighboursAndTheModelsShapes) {

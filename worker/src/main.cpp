@@ -2,16 +2,15 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 
-#include <malloc.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 
+#include "allocator_settings.h"
 #include "beacon_announcer.h"
 #include "blas_probe.h"
 #include "io/error.h"
@@ -26,23 +25,6 @@ using namespace stagecraft;
 using namespace stagecraft::worker;
 
 namespace {
-
-/// Training allocates and frees the same large tensors every micro-batch (a 2048 x 2048
-/// layer's weight gradient is 16 MiB; Adam's step makes temporaries of every parameter).
-/// glibc hands blocks that large back to the kernel on free, so each allocation faults
-/// fresh pages in again: on this project's 2-vCPU VM 16 MiB of fresh pages cost 60 ms
-/// against 1.4 ms to rewrite reused ones, and a ¼-core stage spent most of its time
-/// there. One heap (no per-thread arenas, which map their own), no mmap'd blocks and no
-/// trimming keep freed memory in the process for the next micro-batch; the resident size
-/// stays at its peak instead.
-void keepFreedMemory() {
-#ifdef __GLIBC__
-  mallopt(M_ARENA_MAX, 1);
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
-  mallopt(M_TOP_PAD, 64 << 20);
-#endif
-}
 
 int g_signal_pipe[2] = {-1, -1};
 

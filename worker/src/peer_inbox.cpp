@@ -1,6 +1,7 @@
 #include "peer_inbox.h"
 
-#include <cmath>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -14,17 +15,42 @@ std::string shapeText(const google::protobuf::RepeatedField<std::int64_t>& shape
   return out + "]";
 }
 
-bool allFinite(const std::string& bytes) {
+}  // namespace
+
+// A NaN or an infinity has every exponent bit set. A 4 MiB activation is scanned on the
+// receiving thread before the stage may take it, so four words are checked at a time (GCC
+// and Clang vector extensions: one SSE2 register) and the loop leaves only between blocks;
+// the early-leaving scalar loop it replaces was not vectorised and took ~8% of a Push.
+bool allFiniteFloats(const std::string& bytes) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
   const std::size_t n = bytes.size() / sizeof(float);
-  for (std::size_t i = 0; i < n; ++i) {
-    float v;
-    std::memcpy(&v, bytes.data() + i * sizeof(float), sizeof v);
-    if (!std::isfinite(v)) return false;
+  const char* data = bytes.data();
+  std::size_t i = 0;
+#if defined(__GNUC__)
+  using Words = std::uint32_t __attribute__((vector_size(16)));
+  constexpr std::size_t kLanes = sizeof(Words) / sizeof(std::uint32_t);
+  constexpr std::size_t kBlock = 1024;
+  const Words exponent = Words{} + kExponent;
+  while (i + kLanes <= n) {
+    const std::size_t block_end = std::min(n - n % kLanes, i + kBlock);
+    Words bad{};
+    for (; i < block_end; i += kLanes) {
+      Words words;
+      std::memcpy(&words, data + i * sizeof(float), sizeof words);
+      bad |= (Words)((words & exponent) == exponent);
+    }
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      if (bad[lane]) return false;
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    std::uint32_t word;
+    std::memcpy(&word, data + i * sizeof word, sizeof word);
+    if ((word & kExponent) == kExponent) return false;
   }
   return true;
 }
-
-}  // namespace
 
 std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) {
   const std::string from = std::string(tensor.gradient() ? "gradients" : "activations") + " from '" +
@@ -114,7 +140,7 @@ void PeerInbox::abort(const WorkerError& reason) {
 
 void PeerInbox::put(v1::PeerTensor tensor) {
   // Outside the lock: a scan of a large activation must not hold up the stage's take().
-  const bool finite = allFinite(tensor.tensor().data());
+  const bool finite = allFiniteFloats(tensor.tensor().data());
   {
     std::lock_guard lock(mutex_);
     if (aborted_) throw *aborted_;

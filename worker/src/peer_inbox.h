@@ -90,4 +90,8 @@ class PeerInbox {
 /// Why `tensor` breaks `rules` (one sentence naming the sender), or empty when it does not.
 std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules);
 
+/// Whether every float32 in `bytes` (native byte order; a trailing partial word is ignored)
+/// is finite: no NaN and no infinity.
+bool allFiniteFloats(const std::string& bytes);
+
 }  // namespace stagecraft::worker
