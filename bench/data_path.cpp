@@ -1,6 +1,6 @@
 // Data-path overhead: one activation from a sending stage to a receiving one on loopback,
 // through the path the workers use (toWire, PeerOutbox's long-lived Push stream writing the
-// tensor's own memory, the service's Read -> PeerInbox::put, PeerInbox::take, fromProto
+// tensor's own memory, the service's callback reader -> PeerInbox::put, PeerInbox::take, fromProto
 // taking the parsed bytes), against a raw gRPC
 // unary call carrying the same bytes in a ByteBuffer (generic API, no protobuf), both with
 // an empty reply and echoed back. One transfer in flight at a time; prints a Markdown
@@ -22,9 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "allocator_settings.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "torch_stage.h"
+#include "worker_service.h"
 
 namespace {
 
@@ -36,15 +38,14 @@ namespace v1 = stagecraft::v1;
 
 constexpr char kJob[] = "data-path";
 
-/// The receiving half of the worker's Push: the same loop as WorkerService::Push (Read,
-/// then WorkerNode::receive, which is PeerInbox::put) without a deployed stage around it.
-class PushSink final : public v1::Worker::Service {
+/// The receiving half of the worker's Push: the same reactor as WorkerService::Push
+/// (readPushStream, each tensor to WorkerNode::receive, which is PeerInbox::put) without a
+/// deployed stage around it.
+class PushSink final : public v1::Worker::WithCallbackMethod_Push<v1::Worker::Service> {
  public:
   explicit PushSink(PeerInbox& inbox) : inbox_(inbox) {}
-  grpc::Status Push(grpc::ServerContext*, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) override {
-    v1::PeerTensor tensor;
-    while (reader->Read(&tensor)) inbox_.put(std::move(tensor));
-    return grpc::Status::OK;
+  grpc::ServerReadReactor<v1::PeerTensor>* Push(grpc::CallbackServerContext*, v1::PushReply*) override {
+    return stagecraft::worker::readPushStream([this](v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); });
   }
 
  private:
@@ -184,6 +185,8 @@ std::vector<double> rawCalls(grpc::GenericStub& stub, const std::string& method,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The worker's allocator settings: received tensors reuse freed memory as they do there.
+  stagecraft::worker::keepFreedMemory();
   int repeat = 200;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -220,18 +223,20 @@ int main(int argc, char** argv) {
     rules.microbatches = 1;
     rules.max_bytes = 4 * bytes;
     inbox.open(kJob, rules);
-    // The two Push paths in alternating rounds, so a busy moment weighs on both alike.
-    std::vector<double> push_ms, copying_ms;
+    // The four paths in alternating rounds, so a busy moment weighs on all of them alike.
+    std::vector<double> push_ms, copying_ms, sink_ms, echo_ms;
     constexpr int kRounds = 5;
     for (int r = 0; r < kRounds; ++r) {
       const int n = std::max(1, repeat / kRounds);
       for (double ms : pushPath(address, inbox, activation, n, step, false)) push_ms.push_back(ms);
       for (double ms : pushPath(address, inbox, activation, n, step, true)) copying_ms.push_back(ms);
+      for (double ms : rawCalls(stub, "/raw/Sink", bytes, n)) sink_ms.push_back(ms);
+      for (double ms : rawCalls(stub, "/raw/Echo", bytes, n)) echo_ms.push_back(ms);
     }
     const Stats push = stats(push_ms);
     const Stats copying = stats(copying_ms);
-    const Stats sink_only = stats(rawCalls(stub, "/raw/Sink", bytes, repeat));
-    const Stats echo = stats(rawCalls(stub, "/raw/Echo", bytes, repeat));
+    const Stats sink_only = stats(sink_ms);
+    const Stats echo = stats(echo_ms);
     auto row = [&](const char* path, const Stats& s) {
       std::printf("| %s | %s | %.3f | %.3f | %.2f |\n", size.label, path, s.median_ms, s.p90_ms,
                   s.median_ms / sink_only.median_ms);
@@ -241,8 +246,9 @@ int main(int argc, char** argv) {
     row("raw gRPC unary, bytes in, empty reply", sink_only);
     row("raw gRPC unary echo, bytes both ways", echo);
   }
-  std::printf("\n%d timed transfers per row after 5 warm-up ones (the Push rows in 5 alternating rounds, each "
-              "after its own warm-up); sender and receiver in one process, 127.0.0.1.\n", repeat);
+  std::printf("\n%d timed transfers per row, in 5 rounds that alternate the four paths, each round after 5 "
+              "warm-up transfers of its own; sender and receiver in one process, 127.0.0.1, with the worker's "
+              "allocator settings.\n", repeat);
   server->Shutdown();
   return 0;
 }

@@ -11,7 +11,7 @@ namespace stagecraft::worker {
 
 WorkerService::WorkerService(WorkerNode& node, std::string token) : node_(node), token_(std::move(token)) {}
 
-grpc::Status authorizeCaller(const grpc::ServerContext& context, const std::string& token) {
+grpc::Status authorizeCaller(const grpc::ServerContextBase& context, const std::string& token) {
   const auto& metadata = context.client_metadata();
   const auto found = metadata.find(control::kTokenMetadataKey);
   std::optional<std::string_view> given;
@@ -20,7 +20,49 @@ grpc::Status authorizeCaller(const grpc::ServerContext& context, const std::stri
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerService::authorize(const grpc::ServerContext& context) const {
+namespace {
+
+class PushReader final : public grpc::ServerReadReactor<v1::PeerTensor> {
+ public:
+  explicit PushReader(std::function<void(v1::PeerTensor)> receive) : receive_(std::move(receive)) {
+    StartRead(&tensor_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the sender finished its stream, or it broke
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (grpc::Status failed = guarded([&] { receive_(std::move(tensor_)); }); !failed.ok()) {
+      Finish(failed);
+      return;
+    }
+    tensor_.Clear();
+    StartRead(&tensor_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  std::function<void(v1::PeerTensor)> receive_;
+  v1::PeerTensor tensor_;
+};
+
+class PushRefusal final : public grpc::ServerReadReactor<v1::PeerTensor> {
+ public:
+  explicit PushRefusal(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::PeerTensor>* readPushStream(std::function<void(v1::PeerTensor)> receive) {
+  return new PushReader(std::move(receive));
+}
+
+grpc::ServerReadReactor<v1::PeerTensor>* refusePushStream(grpc::Status status) {
+  return new PushRefusal(std::move(status));
+}
+
+grpc::Status WorkerService::authorize(const grpc::ServerContextBase& context) const {
   return authorizeCaller(context, token_);
 }
 
@@ -100,12 +142,9 @@ grpc::Status WorkerService::SetWeights(grpc::ServerContext* context, const v1::S
   return guarded([&] { node_.setWeights(*request); });
 }
 
-grpc::Status WorkerService::Push(grpc::ServerContext* context, grpc::ServerReader<v1::PeerTensor>* reader, v1::PushReply*) {
-  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
-  return guarded([&] {
-    v1::PeerTensor tensor;
-    while (reader->Read(&tensor)) node_.receive(std::move(tensor));
-  });
+grpc::ServerReadReactor<v1::PeerTensor>* WorkerService::Push(grpc::CallbackServerContext* context, v1::PushReply*) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return refusePushStream(std::move(denied));
+  return readPushStream([this](v1::PeerTensor tensor) { node_.receive(std::move(tensor)); });
 }
 
 grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,

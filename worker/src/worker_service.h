@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "stagecraft/v1/group_store.grpc.pb.h"
@@ -11,11 +12,21 @@ class WorkerNode;
 
 /// OK, or UNAUTHENTICATED when the call does not carry `token` (compared in constant time;
 /// an empty `token` lets everyone in).
-grpc::Status authorizeCaller(const grpc::ServerContext& context, const std::string& token);
+grpc::Status authorizeCaller(const grpc::ServerContextBase& context, const std::string& token);
+
+/// Reads one Push stream on gRPC's callback threads and hands each tensor to `receive` as
+/// soon as it is parsed; `receive` must not block. What `receive` throws ends the stream
+/// with that error's status. A synchronous handler's Read costs a hand-off between threads
+/// per message (about 0.4 ms of a 4 MiB activation's 1.9 ms on loopback, bench_data_path).
+grpc::ServerReadReactor<v1::PeerTensor>* readPushStream(std::function<void(v1::PeerTensor)> receive);
+/// A Push stream refused before its first message (an unauthenticated caller).
+grpc::ServerReadReactor<v1::PeerTensor>* refusePushStream(grpc::Status status);
 
 /// The gRPC face of a WorkerNode: checks the caller's cluster token, unpacks requests,
-/// delegates, maps errors (through status_mapping.h, nowhere else).
-class WorkerService final : public v1::Worker::Service {
+/// delegates, maps errors (through status_mapping.h, nowhere else). Push, the stream of
+/// activations and gradients, is served by callbacks (readPushStream); the rest by gRPC's
+/// synchronous thread pool.
+class WorkerService final : public v1::Worker::WithCallbackMethod_Push<v1::Worker::Service> {
  public:
   /// `token`: what every call must carry under control::kTokenMetadataKey; empty: nothing
   /// (an --insecure worker).
@@ -31,8 +42,7 @@ class WorkerService final : public v1::Worker::Service {
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) override;
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) override;
-  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<v1::PeerTensor>* reader,
-                    v1::PushReply*) override;
+  grpc::ServerReadReactor<v1::PeerTensor>* Push(grpc::CallbackServerContext* context, v1::PushReply*) override;
   grpc::Status StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
                            v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request, v1::BackupList* reply) override;
@@ -44,7 +54,7 @@ class WorkerService final : public v1::Worker::Service {
 
  private:
   /// OK, or UNAUTHENTICATED without the right token (compared in constant time).
-  grpc::Status authorize(const grpc::ServerContext& context) const;
+  grpc::Status authorize(const grpc::ServerContextBase& context) const;
 
   WorkerNode& node_;
   std::string token_;
