@@ -490,6 +490,8 @@ int runRun(std::span<const std::string> args) {
   for (const control::Recovery& r : result.recoveries) *report.add_recoveries() = recoveryToProto(r);
   report.set_backup_ms(result.backup_ms);
   report.set_backup_share(result.backup_share);
+  report.set_backup_measured_ms(result.backup_measured_ms);
+  report.set_backup_every(run.backupEvery());
   report.set_telemetry_dropped(result.telemetry_dropped);
   if (result.diverged) {
     auto* d = report.mutable_diverged();
@@ -558,6 +560,10 @@ int runRun(std::span<const std::string> args) {
     std::cout << "  backups held up the stages that take them for " << percent(result.backup_share)
               << " of a step (every " << run.backupEvery() << (run.backupEvery() == 1 ? " step" : " steps")
               << ", sent to a neighbour beside training)\n";
+  }
+  if (result.backup_measured_ms > 0) {
+    std::cout << "  each backup cost the steps " << fixed(result.backup_measured_ms, 0)
+              << " ms, as measured (the steps that carry it against those clear of it)\n";
   }
   if (result.telemetry_dropped > 0) {
     std::cout << "  the workers dropped " << result.telemetry_dropped << " telemetry reports (read too slowly)\n";

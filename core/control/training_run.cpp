@@ -122,6 +122,9 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
                                                   : backupStride(backup_cost_, predicted_ms, settings_.backup_budget),
                       first};
   last_backup_ = scheduled_at_ = first;
+  // The first steps of a deployment fault every buffer in and are not a backup's doing.
+  constexpr int kWarmSteps = 2;
+  backup_meter_.reset(kWarmSteps);
   TrainingOptions options = options_;
   options.backup_every = backup_schedule_.every;
   if (restore) {
@@ -401,6 +404,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       if (events.on_recovery) events.on_recovery(*pending);
       pending.reset();
     }
+    backup_meter_.observe(s.step, s.iteration_ms, backup_schedule_.due(s.step));
     if (events.on_step) events.on_step(s);
     if (auto verdict = promises_.observe(s)) {
       result.promises.push_back(*verdict);
@@ -504,6 +508,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   if (pending) result.recoveries.push_back(*pending);
   result.wall_seconds = msSince(started) / 1000.0;
   result.backup_share = backup_step_ms_ > 0 ? backup_copy_ms_ / backup_step_ms_ : 0;
+  result.backup_measured_ms = backup_meter_.costMs().value_or(0);
   return result;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "control/backup_meter.h"
 #include "control/backup_schedule.h"
 #include "control/coordinator.h"
 #include "control/divergence.h"
@@ -174,6 +175,9 @@ struct RunResult {
   /// The share of the step time the stages that take backups spent copying their state
   /// (the sending runs beside training), from the workers' timelines; 0 without backups.
   double backup_share = 0;
+  /// What one backup cost the steps, measured (BackupMeter: the steps that carry it against
+  /// those clear of it) on the last deployment; 0 when it could not be measured.
+  double backup_measured_ms = 0;
   std::int64_t checkpoint_step = -1;  ///< of the last checkpoint written, -1 for none
   double training_ms = 0;     ///< time spent in segments
   /// Telemetry the workers dropped because the run read it too slowly (TrainingResult).
@@ -345,6 +349,7 @@ class TrainingRun {
   std::int64_t scheduled_at_ = 0;     // the step backup_schedule_ was last looked at (pinBackups)
   BackupCost backup_cost_;            // of the deployed plan (kAutoBackups)
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
+  BackupMeter backup_meter_;          // the deployment's backups as the step times show them
   std::int64_t checkpoint_step_ = 0;  // the last checkpoint's (or the start's) step
   std::int64_t eval_step_ = -1;       // the step last evaluated
 

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace stagecraft::control {
+
+/// What a backup really costs the steps, measured from the step times: the two steps after
+/// a backup step b (b + 1 copies the state beside its forward and backward, and the copy
+/// crosses to the neighbour, which takes it in, during b + 1 and b + 2) against the steps
+/// clear of one. The model's price (backupCost) counts copies at the profiled copy speed;
+/// the bytes also land in fresh pages on both sides and are parsed on the receiver, which on
+/// a worker with a small CPU quota cost tens of times more (runtime_throughput: 134 MB
+/// copied to a 0.2-core worker every other step made those steps 2-4x as long).
+class BackupMeter {
+ public:
+  /// Steps whose copies are in flight at once from a backup step on.
+  static constexpr int kWindow = 2;
+  /// The fewest steps between backups at which clear steps remain to compare with.
+  static constexpr std::int64_t kMeasurableEvery = kWindow + 1;
+
+  /// Forgets everything: a new deployment, whose first `skip` steps (faulting every buffer
+  /// in for the first time) are not counted.
+  void reset(int skip);
+  /// A completed step (`step`: iterations done) of `ms`; `backed_up`: a backup of this step
+  /// is taken (the schedule's due(step)). Steps must come in order; a step back (a replay)
+  /// starts a new count.
+  void observe(std::int64_t step, double ms, bool backed_up);
+  /// The extra milliseconds one backup costs the steps (never negative), once at least two
+  /// backups' windows and three clear steps were seen; empty before.
+  std::optional<double> costMs() const;
+  /// The mean of the clear steps seen (0 before any).
+  double clearStepMs() const;
+
+ private:
+  int skip_ = 0;
+  std::int64_t last_step_ = -1;
+  std::int64_t last_backup_ = -1;  // the newest backup step seen
+  double clear_sum_ = 0, window_sum_ = 0;
+  int clear_n_ = 0, window_n_ = 0, backups_ = 0;
+};
+
+}  // namespace stagecraft::control

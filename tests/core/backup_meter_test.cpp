@@ -1,0 +1,71 @@
+// What backups cost the steps, measured from step times (control/backup_meter.h): the
+// automatic stride follows this, not only the copy-speed model.
+#include <gtest/gtest.h>
+
+#include "control/backup_meter.h"
+#include "control/backup_schedule.h"
+
+namespace stagecraft::control {
+namespace {
+
+/// Steps first+1 .. last of `clear_ms`, backups every `every` steps from `after`, the two
+/// steps after each backup taking `first_ms` and `second_ms` instead.
+void feed(BackupMeter& meter, std::int64_t first, std::int64_t last, BackupSchedule schedule, double clear_ms,
+          double first_ms, double second_ms) {
+  std::int64_t backup = -1;
+  for (std::int64_t step = first + 1; step <= last; ++step) {
+    double ms = clear_ms;
+    if (backup >= 0 && step - backup == 1) ms = first_ms;
+    if (backup >= 0 && step - backup == 2) ms = second_ms;
+    const bool due = schedule.due(step);
+    meter.observe(step, ms, due);
+    if (due) backup = step;
+  }
+}
+
+TEST(BackupMeter, TheTwoStepsAfterABackupAgainstTheClearOnesGiveItsCost) {
+  BackupMeter meter;
+  meter.reset(0);
+  // Every 3 steps: 100 ms clear, 400 ms and 160 ms for the two that carry a backup.
+  feed(meter, 0, 30, {3, 0}, 100, 400, 160);
+  ASSERT_TRUE(meter.costMs().has_value());
+  EXPECT_NEAR(*meter.costMs(), (400 - 100) + (160 - 100), 1e-9);
+  EXPECT_NEAR(meter.clearStepMs(), 100, 1e-9);
+}
+
+TEST(BackupMeter, NothingIsClaimedBeforeTwoBackupsAndThreeClearSteps) {
+  BackupMeter meter;
+  meter.reset(0);
+  feed(meter, 0, 4, {3, 0}, 100, 400, 160);  // one backup (after step 3), three clear steps
+  EXPECT_FALSE(meter.costMs().has_value());
+  BackupMeter every_step;
+  every_step.reset(0);
+  feed(every_step, 0, 20, {1, 0}, 100, 400, 160);  // no step is clear of a backup
+  EXPECT_FALSE(every_step.costMs().has_value());
+}
+
+TEST(BackupMeter, WarmUpStepsAndStepsAfterAReplayAreNotABackupsDoing) {
+  BackupMeter meter;
+  meter.reset(2);
+  meter.observe(1, 5000, false);  // faulting buffers in: skipped
+  meter.observe(2, 5000, false);
+  feed(meter, 2, 30, {3, 0}, 100, 400, 160);
+  ASSERT_TRUE(meter.costMs().has_value());
+  EXPECT_NEAR(*meter.costMs(), 360, 1e-9);
+  // A replay from step 28 (its backup at 27 is gone): step 28 again is a clear step.
+  meter.observe(28, 100, false);
+  meter.observe(29, 100, false);
+  EXPECT_NEAR(meter.clearStepMs(), 100, 1e-9);
+  EXPECT_LT(*meter.costMs(), 360 + 1e-9);
+}
+
+TEST(BackupMeter, CheapBackupsCostNothingRatherThanLessThanNothing) {
+  BackupMeter meter;
+  meter.reset(0);
+  feed(meter, 0, 30, {3, 0}, 100, 95, 90);  // noise: the backup steps came out faster
+  ASSERT_TRUE(meter.costMs().has_value());
+  EXPECT_EQ(*meter.costMs(), 0);
+}
+
+}  // namespace
+}  // namespace stagecraft::control
