@@ -13,6 +13,24 @@ namespace {
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
 constexpr double kFloatBytes = 4.0;
 
+/// Times per layer (index 1..) for each of `batches` (ascending), cut where they break two
+/// rules: a layer does not get faster with more samples, nor slower per sample by more than
+/// kPerSampleSlack. Timing errors are stalls (a CPU quota's throttled period, a page fault
+/// storm) that the profile's repeats did not outvote, so they are too high: where two sizes
+/// disagree, the lower time is trusted and the other is cut to what it allows.
+void clipProfileOutliers(const std::vector<int>& batches, std::vector<std::vector<double>>& times) {
+  constexpr double kPerSampleSlack = 1.1;
+  const size_t n = batches.size();
+  if (n < 2) return;
+  for (size_t l = 1; l < times.front().size(); ++l) {
+    for (size_t k = n - 1; k-- > 0;) times[k][l] = std::min(times[k][l], times[k + 1][l]);
+    for (size_t k = 1; k < n; ++k) {
+      const double most = times[k - 1][l] * batches[k] / batches[k - 1] * kPerSampleSlack;
+      times[k][l] = std::min(times[k][l], most);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to) {
@@ -53,6 +71,7 @@ void CostModel::setProfiles(const v1::ProfileSet& profiles) {
     std::sort(batches.begin(), batches.end(),
               [](auto* a, auto* b) { return a->micro_batch() < b->micro_batch(); });
     Profile p;
+    std::vector<std::vector<double>> fwds, bwds;  // per batch, per layer (index 1..layers)
     for (const auto* b : batches) {
       if (b->micro_batch() <= 0) throw Error("profile of '" + dp.device() + "': micro_batch must be positive");
       if (b->layers_size() != model_->layerCount()) {
@@ -78,14 +97,22 @@ void CostModel::setProfiles(const v1::ProfileSet& profiles) {
         throw Error("profile of '" + dp.device() + "': every layer takes 0 ms at micro-batch " +
                     std::to_string(b->micro_batch()) + ": not a measured profile");
       }
-      for (int l = 0; l < model_->layerCount(); ++l) {
-        fwd[l + 1] += fwd[l];
-        bwd[l + 1] += bwd[l];
+      if (!p.batches.empty() && p.batches.back() == b->micro_batch()) {
+        throw Error("profile of '" + dp.device() + "': micro-batch " + std::to_string(b->micro_batch()) +
+                    " is timed twice");
       }
       p.batches.push_back(b->micro_batch());
-      p.fwd.push_back(std::move(fwd));
-      p.bwd.push_back(std::move(bwd));
+      fwds.push_back(std::move(fwd));
+      bwds.push_back(std::move(bwd));
     }
+    for (auto* times : {&fwds, &bwds}) {
+      clipProfileOutliers(p.batches, *times);
+      for (auto& layers : *times) {
+        for (size_t l = 1; l < layers.size(); ++l) layers[l] += layers[l - 1];
+      }
+    }
+    p.fwd = std::move(fwds);
+    p.bwd = std::move(bwds);
     if (p.batches.empty()) throw Error("profile of '" + dp.device() + "': no batch sizes");
     const auto& update = optimizer_ == Optimizer::Adam ? dp.adam_update_ms() : dp.sgd_update_ms();
     if (!update.empty()) {
@@ -112,6 +139,11 @@ double CostModel::profiledMs(int d, int begin, int end, int samples, bool backwa
   if (n == 1 || samples <= p.batches.front()) {
     return at(0) * samples / p.batches.front();
   }
+  // Past the largest size timed, in proportion to it: the slope between the two largest
+  // sizes carries their noise far out (a stall in one of them once made a stage's backward
+  // at twice the largest size come out at 0 ms, and the plan that put it there measured
+  // 2.8x slower than predicted).
+  if (samples >= p.batches.back()) return at(n - 1) * samples / p.batches.back();
   size_t hi = 1;
   while (hi + 1 < n && p.batches[hi] < samples) ++hi;
   const double x0 = p.batches[hi - 1], x1 = p.batches[hi];

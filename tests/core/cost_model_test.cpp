@@ -342,3 +342,73 @@ TEST(CostModel, AProfileOfImpossibleTimesIsRefused) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+/// A device timed at the given micro-batch sizes, every layer taking `ms[k]` at size
+/// `sizes[k]` forward and twice that backward.
+v1::DeviceProfile* addSizedDevice(v1::ProfileSet& set, const std::string& name, int layers,
+                                  const std::vector<int>& sizes, const std::vector<double>& ms) {
+  auto* dev = set.add_devices();
+  dev->set_device(name);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    auto* b = dev->add_batches();
+    b->set_micro_batch(sizes[k]);
+    for (int l = 0; l < layers; ++l) {
+      auto* t = b->add_layers();
+      t->set_layer(l);
+      t->set_forward_ms(ms[k]);
+      t->set_backward_ms(2 * ms[k]);
+    }
+  }
+  return dev;
+}
+
+TEST(CostModel, AStallInOneProfiledSizeIsCutToWhatItsNeighboursAllow) {
+  // Seen on a 0.2-core worker: one layer's backward at micro-batch 16 timed 256 ms between
+  // 20 ms at 8 and 37 ms at 32; the slope from 16 to 32 then made it 0 ms at 64, and the
+  // planner gave that worker the heaviest stage.
+  const ModelSpec model = testing::uniformLinearModel(2, 128);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  v1::ProfileSet set;
+  testing::addTimedDevice(set, "d0", 2, 1, 1);
+  addSizedDevice(set, "d1", 2, {8, 16, 32}, {10, 300, 40});
+  CostModel cost(model, cluster);
+  cost.setProfiles(set);
+  // 300 at 16 is cut to 16/8 * 10 * 1.1 (no slower per sample than at 8, within 10%).
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 16), 22, 1e-9);
+  EXPECT_NEAR(cost.backwardMs(1, 0, 1, 16), 44, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 32), 40, 1e-9);  // within both rules: kept
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 8), 10, 1e-9);
+  // Past the largest size, in proportion to it (the slope from 16 to 32 would say 76).
+  EXPECT_NEAR(cost.forwardMs(1, 0, 2, 64), 2 * 80, 1e-9);
+  EXPECT_NEAR(cost.backwardMs(1, 0, 1, 64), 160, 1e-9);
+}
+
+TEST(CostModel, AStallInTheLargestProfiledSizeIsCutToo) {
+  const ModelSpec model = testing::uniformLinearModel(1, 128);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  v1::ProfileSet set;
+  // Larger sizes faster than smaller ones: the smaller time is the stall.
+  addSizedDevice(set, "d0", 1, {1, 4, 8}, {2, 9, 7});
+  addSizedDevice(set, "d1", 1, {4, 8}, {10, 100});
+  CostModel cost(model, cluster);
+  cost.setProfiles(set);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 4), 7, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 8), 7, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 8), 22, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 6), 16, 1e-9);  // between 10 at 4 and 22 at 8
+}
+
+TEST(CostModel, ASizeTimedTwiceIsRefused) {
+  const ModelSpec model = testing::uniformLinearModel(1, 128);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  v1::ProfileSet set;
+  addSizedDevice(set, "d0", 1, {4, 4}, {1, 2});
+  CostModel cost(model, cluster);
+  EXPECT_THROW(cost.setProfiles(set), Error);
+}
+
+}  // namespace
+}  // namespace stagecraft
