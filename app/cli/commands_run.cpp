@@ -553,28 +553,7 @@ int runRun(std::span<const std::string> args) {
               << fixed(calibration->samples_per_second, 1) << " samples/s ("
               << percent(report.samples_per_second() / calibration->samples_per_second) << " of calibrated)\n";
   }
-  for (const control::Recovery& r : result.recoveries) {
-    std::cout << "  "
-              << (r.kind == control::RecoveryKind::Manual      ? std::string("re-planned")
-                  : r.kind == control::RecoveryKind::Joined    ? r.device + " joined, re-planned"
-                  : r.kind == control::RecoveryKind::Straggler ? "re-planned around " + r.device + " (a straggler)"
-                                                               : "recovered from " + r.device + " " +
-                                                                     std::string(control::recoveryKindName(r.kind)))
-              << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
-              << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
-  }
-  if (result.backup_share > 0) {
-    std::cout << "  backups held up the stages that take them for " << percent(result.backup_share)
-              << " of a step (every " << run.backupEvery() << (run.backupEvery() == 1 ? " step" : " steps")
-              << ", sent to a neighbour beside training)\n";
-  }
-  if (result.backup_measured_ms > 0) {
-    std::cout << "  each backup cost the steps " << fixed(result.backup_measured_ms, 0)
-              << " ms, as measured (the steps that carry it against those clear of it)\n";
-  }
-  if (result.telemetry_dropped > 0) {
-    std::cout << "  the workers dropped " << result.telemetry_dropped << " telemetry reports (read too slowly)\n";
-  }
+  printRunNotes(result, run.backupEvery(), std::cout);
   if (result.training_ms > 0 && result.backup_ms > 0) {
     std::cout << "  checkpoints took " << fixed(result.backup_ms / 1000.0, 1) << " s ("
               << percent(result.backup_ms / result.training_ms) << " of training time)\n";

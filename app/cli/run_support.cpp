@@ -268,4 +268,29 @@ v1::RunRecovery recoveryToProto(const control::Recovery& r) {
   return out;
 }
 
+void printRunNotes(const control::RunResult& result, std::int64_t backup_every, std::ostream& out) {
+  for (const control::Recovery& r : result.recoveries) {
+    out << "  "
+        << (r.kind == control::RecoveryKind::Manual      ? std::string("re-planned")
+            : r.kind == control::RecoveryKind::Joined    ? r.device + " joined, re-planned"
+            : r.kind == control::RecoveryKind::Straggler ? "re-planned around " + r.device + " (a straggler)"
+                                                         : "recovered from " + r.device + " " +
+                                                               std::string(control::recoveryKindName(r.kind)))
+        << " after step " << r.failed_after << " in " << fixed(r.recovered_ms / 1000.0, 2) << " s, "
+        << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps") << " replayed\n";
+  }
+  if (result.backup_share > 0) {
+    out << "  backups held up the stages that take them for " << percent(result.backup_share)
+        << " of a step (every " << backup_every << (backup_every == 1 ? " step" : " steps")
+        << ", sent to a neighbour beside training)\n";
+  }
+  if (result.backup_measured_ms > 0) {
+    out << "  each backup cost the steps " << fixed(result.backup_measured_ms, 0)
+        << " ms, as measured (the steps that carry it against those clear of it)\n";
+  }
+  if (result.telemetry_dropped > 0) {
+    out << "  the workers dropped " << result.telemetry_dropped << " telemetry reports (read too slowly)\n";
+  }
+}
+
 }  // namespace stagecraft::cli

@@ -188,5 +188,8 @@ void printEvaluation(const control::EvalResult& e, const ModelSpec& model, std::
 v1::RunEval evalToProto(const control::EvalResult& e);
 /// A recovery or re-plan as `run --json` lists it in `recoveries`.
 v1::RunRecovery recoveryToProto(const control::Recovery& r);
+/// The summary's lines on what happened to the run: each recovery or re-plan, what the
+/// backups (every `backup_every` steps at the end) cost, telemetry the workers dropped.
+void printRunNotes(const control::RunResult& result, std::int64_t backup_every, std::ostream& out);
 
 }  // namespace stagecraft::cli
