@@ -347,6 +347,9 @@ void TrainingController::deployJob(Plan plan, ModelSpec model, Cluster cluster, 
       Q_EMIT progress(tr("Profiling the model on %1 workers.").arg(n), 0, n);
     });
     if (plan.microBatchSize() > 0) sizes.push_back(plan.microBatchSize());
+    // As `run` does: a re-plan may give one device a whole batch, and past the largest size
+    // timed the cost model scales in proportion, which misses large products' efficiency.
+    if (plan.batch_size > 0) sizes.push_back(plan.batch_size);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     run->profile(sizes, 3, [this](const std::string& device, int done, int total) {
