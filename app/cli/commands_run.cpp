@@ -218,6 +218,7 @@ int runRun(std::span<const std::string> args) {
   coordinator_options.silence_limit = secondsFlag("step-timeout", parsed.value("step-timeout"));
   const bool json = parsed.flag("json");
   const std::int64_t calibrate_after = parsed.nonNegativeInt("calibrate-after");
+  std::int64_t calibrated_at = 0;  // the step the calibration was taken at
 
   // The model and, with --plan, the plan file.
   v1::Plan plan_file;
@@ -397,7 +398,11 @@ int runRun(std::span<const std::string> args) {
       if (takeReplanSignal() || (fresh && replan_every > 0 && s.step % replan_every == 0 && s.step < steps)) {
         run.requestReplan();
       }
-      if (calibrate_after > 0 && s.step == calibrate_after && steps > calibrate_after && !calibration) {
+      // At the first step from --calibrate-after on that no backup's copies slow (they would
+      // pass for slow compute).
+      if (calibrate_after > 0 && s.step >= calibrate_after && s.step < steps && !calibration &&
+          run.clearOfBackups(s.step)) {
+        calibrated_at = s.step;
         const PlanRequest again{run.plan().batch_size, 0, run.plan().schedule};
         progress.finish();
         try {
@@ -484,7 +489,7 @@ int runRun(std::span<const std::string> args) {
   report.mutable_plan()->mutable_predicted()->set_bubble_fraction(predicted.bubble_fraction);
   report.set_wall_seconds(result.wall_seconds);
   if (calibration) {
-    report.set_calibration_step(static_cast<int>(calibrate_after));
+    report.set_calibration_step(static_cast<int>(calibrated_at));
     for (size_t d = 0; d < calibration->devices.size(); ++d) {
       (*report.mutable_compute_factors())[calibration->devices[d]] = calibration->factors[d];
     }
@@ -549,7 +554,7 @@ int runRun(std::span<const std::string> args) {
             << fixed(report.predicted_samples_per_second(), 1) << " samples/s (" << percent(ratio)
             << " of predicted)\n";
   if (calibration && calibration->samples_per_second > 0) {
-    std::cout << "  calibrated at step " << calibrate_after << ": predicted "
+    std::cout << "  calibrated at step " << calibrated_at << ": predicted "
               << fixed(calibration->samples_per_second, 1) << " samples/s ("
               << percent(report.samples_per_second() / calibration->samples_per_second) << " of calibrated)\n";
   }

@@ -16,8 +16,10 @@ class BackupMeter {
  public:
   /// Steps whose copies are in flight at once from a backup step on.
   static constexpr int kWindow = 2;
-  /// The fewest steps between backups at which clear steps remain to compare with.
-  static constexpr std::int64_t kMeasurableEvery = kWindow + 1;
+  /// Steps between backups at the least until their cost is measured: clear steps remain
+  /// between them to compare with, and a model that prices them far too low (the local
+  /// demo's: 0 ms against ~350 measured) costs a short run two backups, not one a step.
+  static constexpr std::int64_t kProbeEvery = 5;
 
   /// Forgets everything: a new deployment, whose first `skip` steps (faulting every buffer
   /// in for the first time) are not counted.

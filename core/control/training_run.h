@@ -279,6 +279,10 @@ class TrainingRun {
   /// Steps between backups now (RunSettings::backup_every, or what kAutoBackups chose for
   /// the deployed plan); 0: none.
   std::int64_t backupEvery() const { return backup_schedule_.every; }
+  /// Whether `step` (iterations done) is clear of the backups' copies, which slow the
+  /// BackupMeter::kWindow steps after one, so compute speeds may be calibrated from it; with
+  /// a backup every step or two no step is, and every step counts as clear as any.
+  bool clearOfBackups(std::int64_t step) const;
 
  private:
   struct Deployed;

@@ -19,6 +19,14 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
+bool TrainingRun::clearOfBackups(std::int64_t step) const {
+  if (backup_schedule_.every <= BackupMeter::kWindow) return true;
+  for (int k = 1; k <= BackupMeter::kWindow; ++k) {
+    if (backup_schedule_.due(step - k)) return false;
+  }
+  return true;
+}
+
 void TrainingRun::pinBackups() {
   if (settings_.backup_every == 0) return;
   Coordinator& deployment = *deployed_->coordinator;
@@ -42,7 +50,7 @@ void TrainingRun::pinBackups() {
       step_ms = backup_meter_.clearStepMs();
     }
     std::int64_t stride = backupStride(cost, step_ms, settings_.backup_budget);
-    if (!measured) stride = std::max(stride, BackupMeter::kMeasurableEvery);
+    if (!measured) stride = std::max(stride, BackupMeter::kProbeEvery);
     const std::int64_t every = backup_schedule_.every;
     if (every <= 0 || stride * 4 < every * 3 || stride * 4 > every * 5) {
       backup_schedule_ = BackupSchedule::next(stride, last_backup_, step_);

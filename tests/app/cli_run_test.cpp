@@ -266,15 +266,17 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   }
   // Progress went to stderr, a line per step when it is not a terminal.
   EXPECT_TRUE(contains(train.err, "step 6/6")) << train.err;
-  // After step 3 (the default) every device was re-timed from telemetry and the plan re-predicted.
-  EXPECT_EQ(result.calibration_step(), 3);
+  // After step 3 (the default), at the first step no backup's copies slowed, every device was
+  // re-timed from telemetry and the plan re-predicted.
+  EXPECT_GE(result.calibration_step(), 3);
+  EXPECT_LT(result.calibration_step(), 6);
   ASSERT_EQ(result.compute_factors_size(), 2);
   for (const char* device : {"a", "b"}) {
     ASSERT_TRUE(result.compute_factors().contains(device)) << device;
     EXPECT_GT(result.compute_factors().at(device), 0) << device;
   }
   EXPECT_GT(result.calibrated_samples_per_second(), 0);
-  EXPECT_TRUE(contains(train.err, "calibrated at step 3")) << train.err;
+  EXPECT_TRUE(contains(train.err, "calibrated at step " + std::to_string(result.calibration_step()))) << train.err;
   // The trace: the predicted iteration, then each worker's forward block of every step,
   // the steps one after another.
   v1::ChromeTrace trace;

@@ -50,7 +50,9 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   const BackupCost backup = backupCost(plan, CostModel(model, run.deployedCluster()));
   EXPECT_GT(backup.cpu_ms, 0);
   const double predicted_ms = plan.batch_size * 1000.0 / run.predictedSamplesPerSecond();
-  EXPECT_EQ(run.backupEvery(), backupStride(backup, predicted_ms, settings.backup_budget));
+  // Until their cost is measured, backups leave clear steps between them to measure it by.
+  EXPECT_EQ(run.backupEvery(), std::max(backupStride(backup, predicted_ms, settings.backup_budget),
+                                        BackupMeter::kProbeEvery));
   EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, run.backupEvery());
   EXPECT_GT(run.backupEvery(), 1);
 
@@ -69,6 +71,17 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   ASSERT_EQ(fixed_run.train(6, {}).steps.size(), 6u);
   EXPECT_EQ(fixed_run.backupEvery(), 3);
   EXPECT_EQ(fixed_fakes.servers[0]->worker().backupSchedule().every, 3);
+  // Backups after steps 3, 6, 9...: the two steps after each carry its copies.
+  for (const std::int64_t step : {1, 2, 3, 6, 9}) EXPECT_TRUE(fixed_run.clearOfBackups(step)) << step;
+  for (const std::int64_t step : {4, 5, 7, 8}) EXPECT_FALSE(fixed_run.clearOfBackups(step)) << step;
+  // With a backup every step no step is clear of one: each counts as clear as any.
+  Fakes every_fakes(2);
+  RunSettings every = quickSettings();
+  every.backup_every = 1;
+  TrainingRun every_run(every_fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
+                        stagecraft::testing::quickOptions(), every);
+  every_run.deploy(plan);
+  EXPECT_TRUE(every_run.clearOfBackups(2));
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {

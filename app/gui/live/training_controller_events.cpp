@@ -103,7 +103,8 @@ control::RunEvents TrainingController::runEvents() {
   Deployment& d = *deployment_;
   control::RunEvents events;
   events.on_step = [this, &d](const control::StepResult& s) {
-    if (s.step >= d.calibrate_at) calibrate(d);
+    // Not from a step a backup's copies slow: they would pass for slow compute.
+    if (s.step >= d.calibrate_at && d.run->clearOfBackups(s.step)) calibrate(d);
     toGui([this, s, predicted = d.predicted, seconds = secondsSince(d.run_started)] {
       current_step_ = s.step;
       Q_EMIT stepCompleted(s.step, s.loss, s.samples_per_second, predicted, seconds);
