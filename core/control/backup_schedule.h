@@ -20,6 +20,16 @@ struct BackupSchedule {
     const std::int64_t last = after + (to - after) / every * every;
     return last > from && last > after ? last : 0;
   }
+  /// Whether `step` is clear of the copies of the backups before it, which slow the `window`
+  /// steps after each; with a backup every `window` steps or more often no step is, and every
+  /// step counts as clear as any.
+  bool clearOf(std::int64_t step, int window) const {
+    if (every <= window) return true;
+    for (int k = 1; k <= window; ++k) {
+      if (due(step - k)) return false;
+    }
+    return true;
+  }
   /// `n` steps between backups from `step` on: the next one n steps after the last backup
   /// taken (`last`), or right after `step` when that is overdue.
   static BackupSchedule next(std::int64_t n, std::int64_t last, std::int64_t step) {

@@ -20,11 +20,7 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 bool TrainingRun::clearOfBackups(std::int64_t step) const {
-  if (backup_schedule_.every <= BackupMeter::kWindow) return true;
-  for (int k = 1; k <= BackupMeter::kWindow; ++k) {
-    if (backup_schedule_.due(step - k)) return false;
-  }
-  return true;
+  return backup_schedule_.clearOf(step, BackupMeter::kWindow);
 }
 
 void TrainingRun::pinBackups() {

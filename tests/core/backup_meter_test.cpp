@@ -67,5 +67,16 @@ TEST(BackupMeter, CheapBackupsCostNothingRatherThanLessThanNothing) {
   EXPECT_EQ(*meter.costMs(), 0);
 }
 
+TEST(BackupSchedule, AStepIsClearOfBackupsOutsideTheWindowAfterEach) {
+  const BackupSchedule every_third{3, 0};  // after steps 3, 6, 9...
+  for (const std::int64_t step : {1, 2, 3, 6, 9}) EXPECT_TRUE(every_third.clearOf(step, 2)) << step;
+  for (const std::int64_t step : {4, 5, 7, 8}) EXPECT_FALSE(every_third.clearOf(step, 2)) << step;
+  EXPECT_FALSE(every_third.clearOf(4, 1));
+  EXPECT_TRUE(every_third.clearOf(5, 1));
+  // A backup every step or every other: no step is clear, each counts as clear as any.
+  for (const std::int64_t every : {1, 2}) EXPECT_TRUE((BackupSchedule{every, 0}.clearOf(5, 2))) << every;
+  EXPECT_TRUE((BackupSchedule{0, 0}.clearOf(5, 2)));  // no backups at all
+}
+
 }  // namespace
 }  // namespace stagecraft::control

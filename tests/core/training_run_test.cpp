@@ -74,14 +74,6 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   // Backups after steps 3, 6, 9...: the two steps after each carry its copies.
   for (const std::int64_t step : {1, 2, 3, 6, 9}) EXPECT_TRUE(fixed_run.clearOfBackups(step)) << step;
   for (const std::int64_t step : {4, 5, 7, 8}) EXPECT_FALSE(fixed_run.clearOfBackups(step)) << step;
-  // With a backup every step no step is clear of one: each counts as clear as any.
-  Fakes every_fakes(2);
-  RunSettings every = quickSettings();
-  every.backup_every = 1;
-  TrainingRun every_run(every_fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
-                        stagecraft::testing::quickOptions(), every);
-  every_run.deploy(plan);
-  EXPECT_TRUE(every_run.clearOfBackups(2));
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
