@@ -129,9 +129,12 @@ TEST(RuntimeService, ProfileUnderACpuQuotaReportsTheSustainedSpeed) {
   }
   const double fast_ms = totalMs(fast), slow_ms = totalMs(slow);
   // 4x when the whole-core worker gets its core; less when other tests share the machine.
-  // Burst timings, the bug this pins, came out at or below 1x.
+  // Burst timings, the bug this pins, came out at or below 1x. More than 4x too: the
+  // profile scales CPU times by its wall time over CPU time, which a 100 ms quota period
+  // quantises, the more so the shorter the profile (6.9x in a clean-clone run on a host
+  // where the whole-core profile took 28 ms); a thread pool sharing the quota gave 6-13x.
   EXPECT_GT(slow_ms, 1.5 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
-  EXPECT_LT(slow_ms, 6.0 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
+  EXPECT_LT(slow_ms, 8.0 * fast_ms) << "quarter core " << slow_ms << " ms, whole core " << fast_ms << " ms";
   // mlp's layers 1..6 are the same 2048 x 2048 Linear. Wall-clock medians of the
   // quarter-core worker's forwards differed up to 5x between them (stalled or not); CPU
   // times stay within 1.4x here. (Backward passes, bound by memory traffic, still varied
