@@ -62,6 +62,9 @@ struct StageRuntime::Impl {
   v1::Member backup_to;
 
   std::size_t non_finite_seen = 0;  // the inbox's count when last told
+  // Every gradient defined and zero: the last update left them so. A step that was stopped
+  // part way leaves them dirty, and the next one zeroes them first.
+  bool grads_clean = false;
 
   // Rank 0: the copy of the last backup step's state, made beside the next step (declared
   // after what it reads, so it is waited for before they go).
@@ -266,14 +269,19 @@ struct StageRuntime::Impl {
     iteration_start = Clock::now();
     report.Clear();
     compute_ms = 0;
-    for (auto& p : module->parameters()) {
-      if (p.grad().defined()) {
-        p.mutable_grad().detach_();
-        p.mutable_grad().zero_();
-      } else {
-        p.mutable_grad() = torch::zeros_like(p);
+    // Every backward adds into gradients that exist (the profile times it so); the update
+    // zeroes them, and its time (and the profile's) includes that.
+    if (!grads_clean) {
+      for (auto& p : module->parameters()) {
+        if (p.grad().defined()) {
+          p.mutable_grad().detach_();
+          p.mutable_grad().zero_();
+        } else {
+          p.mutable_grad() = torch::zeros_like(p);
+        }
       }
     }
+    grads_clean = false;
     std::vector<std::optional<Saved>> saved(layout.microbatches);
     double loss_sum = 0;
     for (const ScheduledOp& op : layout.ops) {
@@ -326,6 +334,8 @@ struct StageRuntime::Impl {
     finishBackupCopy();  // it reads what the update changes
     const auto update_start = Clock::now();
     optimizer->step();
+    for (auto& p : module->parameters()) p.mutable_grad().zero_();
+    grads_clean = true;
     emulateSlowdown(update_start);
     event(-1, "update", "", update_start, Clock::now());
     for (const auto& r : outbox.takeRecords()) {

@@ -56,6 +56,9 @@ double median(std::vector<double> values) {
 /// stalls out. At most kMaxPasses passes.
 constexpr double kMinTimedMs = 1000;
 constexpr int kMaxPasses = 200;
+/// Floats of the buffer written before each timed optimizer step (64 MiB): more than the
+/// last-level caches of the CPUs this runs on, so the step starts from memory as in training.
+constexpr std::int64_t kEvictFloats = 16 << 20;
 
 /// A random batch of `n` model inputs: token ids below the vocabulary, or normal floats.
 torch::Tensor randomInput(const v1::Model& model, int n) {
@@ -199,37 +202,54 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
     for (int pass = 0; pass <= repeats || (timed_ms < kMinTimedMs && pass <= kMaxPasses); ++pass) {
       const Stopwatch pass_time;
       torch::Tensor x = randomInput(spec.proto(), b);
+      const auto failed = [&](int i, const c10::Error& e) {
+        // E.g. BatchNorm on a single value per channel: the layer cannot train at this size.
+        return Error("profile: layer " + std::to_string(i) + " '" + spec.layer(i).name() + "' at micro-batch " +
+                     std::to_string(b) + ": " + e.what_without_backtrace());
+      };
+      // Every layer forward, then every layer backward from the last, as a stage trains:
+      // a layer's backward finds its weights no longer in cache (timed right after its
+      // forward, a wide layer's backward at a few samples came out ~10 % fast).
+      std::vector<torch::Tensor> outputs(layers);
       for (int i = 0; i < layers; ++i) {
         torch::Tensor input = x.detach();
         if (input.is_floating_point()) input.requires_grad_(true);
-        torch::Tensor y;
-        double forward_ms = 0, backward_ms = 0;
         try {
-          Stopwatch op;
-          y = module->forwardLayer(i, input);
-          forward_ms = op.cpuMs();
-          const auto grad = torch::ones_like(y);
-          op = Stopwatch();
-          if (y.requires_grad()) y.backward(grad);
-          backward_ms = op.cpuMs();
+          const Stopwatch op;
+          outputs[i] = module->forwardLayer(i, input);
+          if (pass > 0) fwd[i].push_back(op.cpuMs());
         } catch (const c10::Error& e) {
-          // E.g. BatchNorm on a single value per channel: the layer cannot train at this size.
-          throw Error("profile: layer " + std::to_string(i) + " '" + spec.layer(i).name() + "' at micro-batch " +
-                      std::to_string(b) + ": " + e.what_without_backtrace());
+          throw failed(i, e);
         }
-        if (pass > 0) {
-          fwd[i].push_back(forward_ms);
-          bwd[i].push_back(backward_ms);
-        }
-        x = y.detach();
+        x = outputs[i].detach();
       }
-      module->zero_grad(true);
+      for (int i = layers - 1; i >= 0; --i) {
+        try {
+          const auto grad = torch::ones_like(outputs[i]);
+          const Stopwatch op;
+          if (outputs[i].requires_grad()) outputs[i].backward(grad);
+          if (pass > 0) bwd[i].push_back(op.cpuMs());
+        } catch (const c10::Error& e) {
+          throw failed(i, e);
+        }
+        outputs[i] = torch::Tensor();
+      }
+      // Zeroed in place, not freed: training's backward passes add into gradients that
+      // exist (a read and a write of every weight's gradient per micro-batch, whatever its
+      // size: at one sample that is most of a wide layer's backward), and so do these.
+      module->zero_grad(false);
       if (pass > 0) timed_ms += pass_time.wallMs();
     }
     fwd_cpu.push_back(std::move(fwd));
     bwd_cpu.push_back(std::move(bwd));
   }
-  // One optimizer step per layer and kind, with gradients present as in training.
+  // One optimizer step per layer and kind, with gradients present as in training, and the
+  // gradients zeroed after it as training does. Training's step finds a layer's weights,
+  // gradients and optimizer state out of cache (the backward passes of every micro-batch
+  // came between); timed back to back, a wide layer's step found part of its 48 MB still
+  // in a 32 MB L3 and came out at 0.6-0.8 of training's. A write over a buffer larger than
+  // common last-level caches comes before each timed step.
+  auto scratch = torch::empty({kEvictFloats});
   std::vector<double> sgd_ms(layers, 0), adam_ms(layers, 0);
   for (int i = 0; i < layers; ++i) {
     auto parameters = module->layerParameters(i);
@@ -243,8 +263,10 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
       optimizer->step();  // creates the state (momentum, moments): not timed
       std::vector<double> cpu;
       for (int pass = 0; pass < std::max(repeats, 3); ++pass) {
+        scratch.fill_(static_cast<float>(pass));
         const Stopwatch op;
         optimizer->step();
+        for (auto& p : parameters) p.mutable_grad().zero_();  // training's update does too
         cpu.push_back(op.cpuMs());
       }
       (std::string_view(kind) == "sgd" ? sgd_ms : adam_ms)[i] = median(cpu);
