@@ -392,6 +392,9 @@ TEST(SyntheticData, SampleGIsTheSameWhoeverAsks) {
   EXPECT_GE(many.min().item<std::int64_t>(), 0);
   EXPECT_LT(many.max().item<std::int64_t>(), 10);
   EXPECT_EQ(std::get<0>(at::_unique(many)).numel(), 10);
+  // The last stage asks for labels alone: the same ones, without drawing the inputs.
+  EXPECT_TRUE(torch::equal(b->labels(0, 200), many));
+  EXPECT_TRUE(torch::equal(a->labels(10, 4), narrow.labels));
   auto other = DataSource::create(syntheticData(4), model);
   EXPECT_FALSE(torch::equal(other->get(10, 4).inputs, narrow.inputs));
 }

@@ -106,7 +106,7 @@ class SyntheticClassification final : public DataSource {
     auto* y = s.labels.data_ptr<std::int64_t>();
     for (int k = 0; k < count; ++k) {
       const auto g = static_cast<std::uint64_t>(first + k);
-      const auto label = static_cast<std::int64_t>(hash3(seed_, kLabel, g) % static_cast<std::uint64_t>(classes_));
+      const std::int64_t label = labelOf(g);
       y[k] = label;
       float* row = x + k * elements_;
       Rng(hash3(seed_, kNoise, g)).fillNormal(row, elements_, 1.0f);
@@ -116,7 +116,21 @@ class SyntheticClassification final : public DataSource {
     return s;
   }
 
+  /// The last stage's labels without the inputs (2048 normal values a sample for the mlp,
+  /// which it would otherwise draw inside its timed forward pass).
+  torch::Tensor labels(std::int64_t first, int count) override {
+    checkRange(first, count);
+    torch::Tensor labels = torch::empty({count}, torch::kInt64);
+    auto* y = labels.data_ptr<std::int64_t>();
+    for (int k = 0; k < count; ++k) y[k] = labelOf(static_cast<std::uint64_t>(first + k));
+    return labels;
+  }
+
  private:
+  std::int64_t labelOf(std::uint64_t sample) const {
+    return static_cast<std::int64_t>(hash3(seed_, kLabel, sample) % static_cast<std::uint64_t>(classes_));
+  }
+
   // Prototype and noise are both N(0, 1); their sum is halved, giving inputs of variance
   // 0.5 like normalised images. Larger inputs make the zoo's mlp (8 plain layers, 2048
   // wide) unstable under SGD at lr 0.05 with momentum 0.9 within a few steps.
