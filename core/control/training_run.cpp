@@ -114,20 +114,20 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
     predicted_ms = 0;  // a plan the simulator cannot price still trains
   }
   // Backups as often as their budget allows at the predicted step time, and no more often
-  // than BackupMeter::kProbeEvery until their cost is measured; the measured step time and
+  // than the meter's probe stride until their cost is measured; the measured step time and
   // cost adjust it before each segment (pinBackups).
   backup_cost_ = backupCost(plan, cost);
+  // The first steps of a deployment fault every buffer in and are not a backup's doing.
+  constexpr int kWarmSteps = 2;
+  backup_meter_.reset(kWarmSteps, BackupMeter::windowFor(backup_cost_.link_ms, predicted_ms));
   // The deployment counts its backup steps from the step it starts at.
   const std::int64_t first = restore ? restore->choice.step : weights ? weights->step : backup_step_;
   backup_schedule_ = {settings_.backup_every >= 0
                           ? settings_.backup_every
                           : std::max(backupStride(backup_cost_, predicted_ms, settings_.backup_budget),
-                                     BackupMeter::kProbeEvery),
+                                     backup_meter_.probeEvery()),
                       first};
   last_backup_ = scheduled_at_ = first;
-  // The first steps of a deployment fault every buffer in and are not a backup's doing.
-  constexpr int kWarmSteps = 2;
-  backup_meter_.reset(kWarmSteps);
   TrainingOptions options = options_;
   options.backup_every = backup_schedule_.every;
   if (restore) {

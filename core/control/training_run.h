@@ -280,8 +280,9 @@ class TrainingRun {
   /// the deployed plan); 0: none.
   std::int64_t backupEvery() const { return backup_schedule_.every; }
   /// Whether `step` (iterations done) is clear of the backups' copies, which slow the
-  /// BackupMeter::kWindow steps after one, so compute speeds may be calibrated from it; with
-  /// a backup every step or two no step is, and every step counts as clear as any.
+  /// steps of the meter's window after one (BackupMeter::windowFor), so compute speeds may be
+  /// calibrated from it; with backups closer than that no step is, and every step counts as
+  /// clear as any.
   bool clearOfBackups(std::int64_t step) const;
 
  private:

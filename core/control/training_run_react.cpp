@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 bool TrainingRun::clearOfBackups(std::int64_t step) const {
-  return backup_schedule_.clearOf(step, BackupMeter::kWindow);
+  return backup_schedule_.clearOf(step, backup_meter_.window());
 }
 
 void TrainingRun::pinBackups() {
@@ -46,7 +46,7 @@ void TrainingRun::pinBackups() {
       step_ms = backup_meter_.clearStepMs();
     }
     std::int64_t stride = backupStride(cost, step_ms, settings_.backup_budget);
-    if (!measured) stride = std::max(stride, BackupMeter::kProbeEvery);
+    if (!measured) stride = std::max(stride, backup_meter_.probeEvery());
     const std::int64_t every = backup_schedule_.every;
     if (every <= 0 || stride * 4 < every * 3 || stride * 4 > every * 5) {
       backup_schedule_ = BackupSchedule::next(stride, last_backup_, step_);

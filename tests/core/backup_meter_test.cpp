@@ -59,6 +59,38 @@ TEST(BackupMeter, WarmUpStepsAndStepsAfterAReplayAreNotABackupsDoing) {
   EXPECT_LT(*meter.costMs(), 360 + 1e-9);
 }
 
+TEST(BackupMeter, CopiesThatTakeTheLinkLongerAreMeasuredOverAsManySteps) {
+  // 100 ms steps, copies 250 ms on the link: the two steps of the copy and three more.
+  EXPECT_EQ(BackupMeter::windowFor(250, 100), BackupMeter::kWindow + 3);
+  EXPECT_EQ(BackupMeter::windowFor(0, 100), BackupMeter::kWindow);
+  EXPECT_EQ(BackupMeter::windowFor(100, 0), 64) << "no step time yet: the longest window";
+  EXPECT_EQ(BackupMeter::windowFor(1e9, 1), 64);
+
+  // Backups every 8 steps whose copies slow the five steps after each by 40 ms.
+  const auto slowed = [](BackupMeter& meter) {
+    std::int64_t backup = -1;
+    const BackupSchedule schedule{8, 0};
+    for (std::int64_t step = 1; step <= 40; ++step) {
+      const bool carried = backup >= 0 && step - backup <= 5;
+      meter.observe(step, carried ? 140 : 100, schedule.due(step));
+      if (schedule.due(step)) backup = step;
+    }
+  };
+  BackupMeter wide;
+  wide.reset(0, BackupMeter::windowFor(250, 100));
+  EXPECT_EQ(wide.probeEvery(), 7) << "clear steps remain between the windows";
+  slowed(wide);
+  ASSERT_TRUE(wide.costMs().has_value());
+  EXPECT_NEAR(*wide.costMs(), 5 * 40, 1e-9);
+  EXPECT_NEAR(wide.clearStepMs(), 100, 1e-9);
+  // The two-step window sees two of the five slowed steps and counts the others as clear.
+  BackupMeter narrow;
+  narrow.reset(0);
+  slowed(narrow);
+  ASSERT_TRUE(narrow.costMs().has_value());
+  EXPECT_LT(*narrow.costMs(), 2 * 40);
+}
+
 TEST(BackupMeter, CheapBackupsCostNothingRatherThanLessThanNothing) {
   BackupMeter meter;
   meter.reset(0);

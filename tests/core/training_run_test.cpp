@@ -50,9 +50,12 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   const BackupCost backup = backupCost(plan, CostModel(model, run.deployedCluster()));
   EXPECT_GT(backup.cpu_ms, 0);
   const double predicted_ms = plan.batch_size * 1000.0 / run.predictedSamplesPerSecond();
+  // The steps a backup's copies are under way: the copy, its crossing, its time on the link.
+  const int window = BackupMeter::windowFor(backup.link_ms, predicted_ms);
+  EXPECT_GE(window, BackupMeter::kWindow);
   // Until their cost is measured, backups leave clear steps between them to measure it by.
-  EXPECT_EQ(run.backupEvery(), std::max(backupStride(backup, predicted_ms, settings.backup_budget),
-                                        BackupMeter::kProbeEvery));
+  EXPECT_EQ(run.backupEvery(), std::max<std::int64_t>({backupStride(backup, predicted_ms, settings.backup_budget),
+                                                       BackupMeter::kProbeEvery, window + 2}));
   EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, run.backupEvery());
   EXPECT_GT(run.backupEvery(), 1);
 
@@ -64,16 +67,20 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   // A stride the user sets stays.
   Fakes fixed_fakes(2);
   RunSettings fixed = quickSettings();
-  fixed.backup_every = 3;
+  const std::int64_t every = window + 1;
+  fixed.backup_every = every;
   TrainingRun fixed_run(fixed_fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
                         stagecraft::testing::quickOptions(), fixed);
   fixed_run.deploy(plan);
   ASSERT_EQ(fixed_run.train(6, {}).steps.size(), 6u);
-  EXPECT_EQ(fixed_run.backupEvery(), 3);
-  EXPECT_EQ(fixed_fakes.servers[0]->worker().backupSchedule().every, 3);
-  // Backups after steps 3, 6, 9...: the two steps after each carry its copies.
-  for (const std::int64_t step : {1, 2, 3, 6, 9}) EXPECT_TRUE(fixed_run.clearOfBackups(step)) << step;
-  for (const std::int64_t step : {4, 5, 7, 8}) EXPECT_FALSE(fixed_run.clearOfBackups(step)) << step;
+  EXPECT_EQ(fixed_run.backupEvery(), every);
+  EXPECT_EQ(fixed_fakes.servers[0]->worker().backupSchedule().every, every);
+  // Backups after steps `every`, 2 `every`...: the window's steps after each carry its copies.
+  for (std::int64_t step = 1; step <= every; ++step) EXPECT_TRUE(fixed_run.clearOfBackups(step)) << step;
+  for (std::int64_t step = every + 1; step <= every + window; ++step) {
+    EXPECT_FALSE(fixed_run.clearOfBackups(step)) << step;
+  }
+  EXPECT_TRUE(fixed_run.clearOfBackups(2 * every));
 }
 
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
