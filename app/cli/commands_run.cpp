@@ -123,7 +123,8 @@ int runRun(std::span<const std::string> args) {
               "neighbour device (beside training, not in its way): what a lost device's run replays from "
               "(0: none; the run then replays from the last checkpoint or its start). auto: as often as costs "
               "the busiest device at most 5% of a step (copies, serialising, its link), re-chosen as steps are "
-              "timed",
+              "timed; none for a plan of one device (no other device could hold them: --checkpoint-dir "
+              "covers it)",
               "auto")
       .option("eval-every", "N",
               "every N steps and at the end, measure accuracy on held-out samples (a forward pass through the "

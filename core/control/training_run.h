@@ -72,7 +72,8 @@ struct RunSettings {
   /// own (TrainingOptions::backup_every). A lost device's run replays from the newest step
   /// every stage still has. 0: none; the run then replays from its last checkpoint or
   /// deployment. kAutoBackups: as often as backup_budget allows, from what one round costs
-  /// (backupCost, backupStride) against the step time (predicted, then measured).
+  /// (backupCost, backupStride) against the step time (predicted, then measured); none for
+  /// a plan of one device (no other device could hold them).
   static constexpr std::int64_t kAutoBackups = -1;
   std::int64_t backup_every = kAutoBackups;
   double backup_budget = 0.05;  ///< share of a step the backups may cost (kAutoBackups)

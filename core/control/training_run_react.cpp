@@ -24,7 +24,8 @@ bool TrainingRun::clearOfBackups(std::int64_t step) const {
 }
 
 void TrainingRun::pinBackups() {
-  if (settings_.backup_every == 0) return;
+  // None asked for, or none chosen (a plan of one device: install).
+  if (settings_.backup_every == 0 || backup_schedule_.every == 0) return;
   Coordinator& deployment = *deployed_->coordinator;
   // The last segment's backups, under the schedule it ran with.
   const std::int64_t done = backup_schedule_.lastIn(scheduled_at_, step_);

@@ -83,6 +83,34 @@ TEST(TrainingRun, AutomaticBackupsComeAsOftenAsTheirBudgetAllowsAtThePredictedTh
   EXPECT_TRUE(fixed_run.clearOfBackups(2 * every));
 }
 
+TEST(TrainingRun, APlanOfOneDeviceTakesNoAutomaticBackupsButOnesTheUserAsksFor) {
+  // No other device could hold them: they would serve a retry on that device only.
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 1024);
+  const Plan alone = planOver({{0, 8, {{0, 4}}}});
+  Fakes fakes(2);
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{}, stagecraft::testing::quickOptions(),
+                  quickSettings());
+  run.deploy(alone);
+  ASSERT_EQ(run.train(6, {}).steps.size(), 6u);
+  EXPECT_EQ(run.backupEvery(), 0);
+  EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, 0);
+  // Two devices: automatic backups again.
+  run.replanNow(ReplanRequest{planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}), std::nullopt});
+  ASSERT_EQ(run.train(12, {}).steps.size(), 6u);
+  EXPECT_GT(run.backupEvery(), 0);
+  EXPECT_EQ(fakes.servers[0]->worker().backupSchedule().every, run.backupEvery());
+
+  Fakes asked_fakes(2);
+  RunSettings asked = quickSettings();
+  asked.backup_every = 2;
+  TrainingRun asked_run(asked_fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
+                        stagecraft::testing::quickOptions(), asked);
+  asked_run.deploy(alone);
+  ASSERT_EQ(asked_run.train(4, {}).steps.size(), 4u);
+  EXPECT_EQ(asked_run.backupEvery(), 2);
+  EXPECT_EQ(asked_fakes.servers[0]->worker().backupSchedule().every, 2);
+}
+
 TEST(TrainingRun, EveryDeviceAnsweringEndsTheRunWithTheJobsError) {
   // A failure that is not a lost device (an error in the job) is not "recovered".
   std::vector<double> gflops{100, 100};
