@@ -9,10 +9,11 @@ namespace stagecraft::control {
 /// What a backup really costs the steps, measured from the step times: the steps after a
 /// backup step b while its copies are under way (b + 1 copies the state beside its forward
 /// and backward; then the copy is paced over the sender's link, sent and parsed by the
-/// neighbour) against the steps clear of one. The model's price (backupCost) counts copies at the profiled copy speed;
-/// the bytes also land in fresh pages on both sides and are parsed on the receiver, which on
-/// a worker with a small CPU quota cost tens of times more (runtime_throughput: 134 MB
-/// copied to a 0.2-core worker every other step made those steps 2-4x as long).
+/// neighbour) against the steps clear of one. The model's price (backupCost) counts copies
+/// at the profiled copy speed; the bytes also land in fresh pages on both sides and are
+/// parsed on the receiver, which on a worker with a small CPU quota cost tens of times more
+/// (runtime_throughput: 134 MB copied to a 0.2-core worker every other step made those
+/// steps 2-4x as long).
 class BackupMeter {
  public:
   /// Steps whose copies are in flight at once from a backup step on, when they take no time

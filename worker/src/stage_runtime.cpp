@@ -334,7 +334,9 @@ struct StageRuntime::Impl {
     finishBackupCopy();  // it reads what the update changes
     const auto update_start = Clock::now();
     optimizer->step();
-    for (auto& p : module->parameters()) p.mutable_grad().zero_();
+    for (auto& p : module->parameters()) {
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
     grads_clean = true;
     emulateSlowdown(update_start);
     event(-1, "update", "", update_start, Clock::now());

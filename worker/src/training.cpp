@@ -56,6 +56,9 @@ double median(std::vector<double> values) {
 /// stalls out. At most kMaxPasses passes.
 constexpr double kMinTimedMs = 1000;
 constexpr int kMaxPasses = 200;
+/// The most activations the profile holds at once (layers run forward, then backward, in
+/// groups of at most this much; a single layer may hold more).
+constexpr double kGroupActivationBytes = 256.0 * (1 << 20);
 /// Floats of the buffer written before each timed optimizer step (64 MiB): more than the
 /// last-level caches of the CPUs this runs on, so the step starts from memory as in training.
 constexpr std::int64_t kEvictFloats = 16 << 20;
@@ -207,32 +210,44 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
         return Error("profile: layer " + std::to_string(i) + " '" + spec.layer(i).name() + "' at micro-batch " +
                      std::to_string(b) + ": " + e.what_without_backtrace());
       };
-      // Every layer forward, then every layer backward from the last, as a stage trains:
-      // a layer's backward finds its weights no longer in cache (timed right after its
-      // forward, a wide layer's backward at a few samples came out ~10 % fast).
-      std::vector<torch::Tensor> outputs(layers);
-      for (int i = 0; i < layers; ++i) {
-        torch::Tensor input = x.detach();
-        if (input.is_floating_point()) input.requires_grad_(true);
-        try {
-          const Stopwatch op;
-          outputs[i] = module->forwardLayer(i, input);
-          if (pass > 0) fwd[i].push_back(op.cpuMs());
-        } catch (const c10::Error& e) {
-          throw failed(i, e);
+      // Layers forward, then backward from the last, as a stage trains: a layer's backward
+      // finds its weights no longer in cache. In groups whose activations stay within
+      // kGroupActivationBytes, so a small device profiling the whole model at its batch
+      // holds no more than that at once.
+      for (int begin = 0; begin < layers;) {
+        int end = begin;
+        double held = 0;
+        do {
+          held += b * (spec.cost(end).saved_bytes + spec.cost(end).output_bytes);
+          ++end;
+        } while (end < layers &&
+                 held + b * (spec.cost(end).saved_bytes + spec.cost(end).output_bytes) <= kGroupActivationBytes);
+        std::vector<torch::Tensor> outputs(end - begin);
+        for (int i = begin; i < end; ++i) {
+          torch::Tensor input = x.detach();
+          if (input.is_floating_point()) input.requires_grad_(true);
+          try {
+            const Stopwatch op;
+            outputs[i - begin] = module->forwardLayer(i, input);
+            if (pass > 0) fwd[i].push_back(op.cpuMs());
+          } catch (const c10::Error& e) {
+            throw failed(i, e);
+          }
+          x = outputs[i - begin].detach();
         }
-        x = outputs[i].detach();
-      }
-      for (int i = layers - 1; i >= 0; --i) {
-        try {
-          const auto grad = torch::ones_like(outputs[i]);
-          const Stopwatch op;
-          if (outputs[i].requires_grad()) outputs[i].backward(grad);
-          if (pass > 0) bwd[i].push_back(op.cpuMs());
-        } catch (const c10::Error& e) {
-          throw failed(i, e);
+        for (int i = end - 1; i >= begin; --i) {
+          torch::Tensor& y = outputs[i - begin];
+          try {
+            const auto grad = torch::ones_like(y);
+            const Stopwatch op;
+            if (y.requires_grad()) y.backward(grad);
+            if (pass > 0) bwd[i].push_back(op.cpuMs());
+          } catch (const c10::Error& e) {
+            throw failed(i, e);
+          }
+          y = torch::Tensor();
         }
-        outputs[i] = torch::Tensor();
+        begin = end;
       }
       // Zeroed in place, not freed: training's backward passes add into gradients that
       // exist (a read and a write of every weight's gradient per micro-batch, whatever its
