@@ -37,7 +37,7 @@ std::vector<std::string> explainPlan(const PlanOutcome& outcome, const CostModel
     lines.push_back("  per micro-batch: forward " + fixed(t.forward_ms, 3) + " ms, backward " + fixed(t.backward_ms, 3) +
                     " ms, send activations " + fixed(t.send_activation_ms, 3) + " ms, send gradients " +
                     fixed(t.send_gradient_ms, 3) + " ms; all-reduce " + fixed(t.allreduce_ms, 3) +
-                    " ms per iteration");
+                    " ms per iteration beyond the last backward");
   }
   lines.push_back("");
   lines.push_back("Memory per device (weights, gradients, optimizer state, activations in flight):");

@@ -185,7 +185,7 @@ double CostModel::allReduceCpuMs(int d, int group_size, double bytes) const {
   if (group_size <= 1 || bytes <= 0 || !profiles_[d]) return 0;
   const double g = group_size;
   const Profile& p = *profiles_[d];
-  return bytes / kBytesPerMb * (2.0 * p.copy_ms_per_mb + 2.0 * (g - 1) / g * p.allreduce_ms_per_mb);
+  return bytes / kBytesPerMb * 2.0 * (g - 1) / g * p.allreduce_ms_per_mb;
 }
 
 double CostModel::copyMsPerMb(int d) const {
@@ -206,6 +206,14 @@ double CostModel::wireMs(int a, int b, double bytes) const {
 double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
   const size_t g = group.size();
   if (g <= 1 || bytes <= 0) return 0;
+  double cpu = 0;
+  for (int d : group) cpu = std::max(cpu, allReduceCpuMs(d, static_cast<int>(g), bytes));
+  return std::max(allReduceWireMs(group, bytes), cpu);
+}
+
+double CostModel::allReduceWireMs(std::span<const int> group, double bytes) const {
+  const size_t g = group.size();
+  if (g <= 1 || bytes <= 0) return 0;
   double bandwidth = INFINITY, latency = 0;
   for (size_t i = 0; i < g; ++i) {
     const int a = group[i], b = group[(i + 1) % g];
@@ -213,9 +221,66 @@ double CostModel::allReduceMs(std::span<const int> group, double bytes) const {
     latency = std::max(latency, cluster_->latencyMs(a, b));
   }
   const double steps = 2.0 * (g - 1);
+  return steps / g * bytes * 8.0 / (bandwidth * 1e3) + steps * latency;
+}
+
+CostModel::AllReduceSpan CostModel::allReduceSpan(const Stage& st, std::span<const double> backward_start) const {
+  const int begin = st.layer_begin, end = st.layer_end;
+  const size_t g = st.members.size();
+  double backward_end = 0;
+  for (size_t i = 0; i < g; ++i) {
+    const auto& m = st.members[i];
+    backward_end = std::max(backward_end, backward_start[i] + backwardMs(m.device, begin, end, m.samples));
+  }
+  if (g <= 1) return {backward_end, backward_end};
+  std::vector<double> layer_bytes;
+  for (int l = begin; l < end; ++l) layer_bytes.push_back(model_->parameters(l, l + 1) * kFloatBytes);
+  const auto group = st.devices();
+  const double bytes = model_->parameters(begin, end) * kFloatBytes;
   double cpu = 0;
   for (int d : group) cpu = std::max(cpu, allReduceCpuMs(d, static_cast<int>(g), bytes));
-  return std::max(steps / g * bytes * 8.0 / (bandwidth * 1e3) + steps * latency, cpu);
+  AllReduceSpan span{backward_end, backward_end};
+  double ring_free = -INFINITY;
+  bool first = true;
+  for (const auto& [b, e] : gradientBuckets(layer_bytes)) {
+    // The backward runs from the last layer down: bucket [b, e) is done once every
+    // member has passed layer begin + b.
+    double ready = 0;
+    for (size_t i = 0; i < g; ++i) {
+      const auto& m = st.members[i];
+      ready = std::max(ready, backward_start[i] + backwardMs(m.device, begin + b, end, m.samples));
+    }
+    const double start = std::max(ready, ring_free);
+    if (first) span.start_ms = start;
+    first = false;
+    ring_free = start + allReduceWireMs(group, model_->parameters(begin + b, begin + e) * kFloatBytes);
+  }
+  span.end_ms = std::max(ring_free, backward_end + cpu);
+  return span;
+}
+
+double CostModel::exposedAllReduceMs(const Stage& st) const {
+  if (st.members.size() <= 1) return 0;
+  const std::vector<double> together(st.members.size(), 0.0);
+  const AllReduceSpan span = allReduceSpan(st, together);
+  double backward = 0;
+  for (const auto& m : st.members) backward = std::max(backward, backwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
+  return std::max(0.0, span.end_ms - backward);
+}
+
+std::vector<std::pair<int, int>> gradientBuckets(std::span<const double> layer_bytes) {
+  std::vector<std::pair<int, int>> buckets;
+  int end = static_cast<int>(layer_bytes.size());
+  double held = 0;
+  for (int l = end - 1; l >= 0; --l) {
+    held += layer_bytes[l];
+    if (held >= kGradientBucketBytes || l == 0) {
+      buckets.emplace_back(l, end);
+      end = l;
+      held = 0;
+    }
+  }
+  return buckets;
 }
 
 double CostModel::stateBytes(int begin, int end) const {
@@ -316,8 +381,7 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
       e.memory_bytes[m.device] = bytes;
       if (bytes > cost.memoryLimitBytes(m.device)) e.fits = false;
     }
-    const auto group = st.devices();
-    t.allreduce_ms = cost.allReduceMs(group, cost.model().parameters(st.layer_begin, st.layer_end) * 4.0);
+    t.allreduce_ms = cost.exposedAllReduceMs(st);
     if (s + 1 < S) {
       const double per_sample = model.outputBytes(st.layer_end - 1);
       StageTiming& next = e.stages[s + 1];
@@ -354,7 +418,30 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
     pipeline = fill + (M - 1) * (fwd_period + bwd_period);
     e.bottleneck_ms = fwd_period + bwd_period;
   } else {
-    pipeline = fill + (M - 1) * period;
+    // fill + (M - 1) periods charges a bottleneck stage the round trip through the
+    // others once more than it waits for it: a first stage twice as slow as the rest
+    // never idles, the gradient of its first micro-batch is back before its second
+    // forward ends. So the links and neighbouring pairs bound the steady state here, and
+    // each stage bounds the iteration by its own work: its first input's trip through the
+    // earlier stages, M forwards and backwards, its last gradient's trip back to stage 0.
+    // Equal stages give fill + (M - 1) periods either way.
+    double steady = 0;
+    for (const auto& t : e.stages) steady = std::max({steady, t.activation_wire_ms, t.gradient_wire_ms});
+    for (int s = 0; s + 1 < S; ++s) {
+      const StageTiming& a = e.stages[s];
+      const StageTiming& b = e.stages[s + 1];
+      steady = std::max(steady, (a.forward_ms + a.backward_ms + b.forward_ms + b.backward_ms +
+                                 a.send_activation_ms + b.send_gradient_ms) / 2);
+    }
+    pipeline = fill + (M - 1) * steady;
+    double to = 0, back = 0;  // the trips to stage s and back down from it
+    for (int s = 0; s < S; ++s) {
+      const StageTiming& t = e.stages[s];
+      back += t.send_gradient_ms;
+      pipeline = std::max(pipeline, to + M * (t.forward_ms + t.backward_ms) + back);
+      to += t.forward_ms + t.send_activation_ms;
+      back += t.backward_ms;
+    }
     e.bottleneck_ms = period;
   }
   // Stage s finishes its last backward earlier than stage 0 by the gradient's trip down,

@@ -29,6 +29,18 @@ std::vector<Transfer> boundaryTransfers(const Stage& from, const Stage& to);
 constexpr int kOwnBackups = 3;
 constexpr int kHeldBackups = 3;
 
+/// A stage group all-reduces its gradients in buckets of consecutive layers, from the last
+/// layer down, each closed once it holds at least this many bytes (the stage's first layers
+/// may make a smaller one). A bucket goes as soon as the last micro-batch's backward has
+/// passed its layers, beside the rest of that backward, as PyTorch DDP does; 25 MiB is
+/// DDP's default bucket (4 MiB buckets pay more latencies and made the hybrid planner miss
+/// the optimum by 6 % on one of its random test clusters).
+constexpr double kGradientBucketBytes = 25.0 * 1024 * 1024;
+
+/// The buckets of a stage whose layers hold `layer_bytes` of gradient each (in layer
+/// order): [begin, end) indices into `layer_bytes`, the last layers' bucket first.
+std::vector<std::pair<int, int>> gradientBuckets(std::span<const double> layer_bytes);
+
 /// How long things take and how much memory they need, for one model on one cluster.
 /// Compute time is FLOPs / effective speed, or a measured per-layer profile when one is
 /// set for the device. Every planner, the estimate and the simulator use this one model.
@@ -67,10 +79,10 @@ class CostModel {
   /// step is bound by memory traffic, which FLOPs / gflops cannot tell).
   double updateMs(int d, int begin, int end) const;
   /// Milliseconds of CPU device `d` spends on its part of an all-reduce of `bytes` in a
-  /// group of `group_size`: copying the gradients into and out of one flat buffer (two
-  /// copies at the profile's copy speed) and the ring, which sends, receives and adds
-  /// 2(g-1)/g of them where a member of a pair handles 1 (the profile's allreduce_ms_per_mb
-  /// times 2(g-1)/g). 0 without a profile.
+  /// group of `group_size`: the ring sends, receives and adds 2(g-1)/g of them where a
+  /// member of a pair handles 1 (the profile's allreduce_ms_per_mb times 2(g-1)/g). The
+  /// gradients are accumulated in the buckets themselves, so nothing is copied in or out.
+  /// 0 without a profile.
   double allReduceCpuMs(int d, int group_size, double bytes) const;
   /// Milliseconds device `d` takes to copy one MiB in memory: its profile's copy speed, or
   /// kAssumedCopyMsPerMb without one.
@@ -86,6 +98,23 @@ class CostModel {
   /// link, plus 2(g-1) latencies, or the slowest member's CPU work (allReduceCpuMs) when
   /// that takes longer; 0 for a group of one.
   double allReduceMs(std::span<const int> group, double bytes) const;
+  /// The ring's share of allReduceMs: bytes over the slowest ring link and the latencies.
+  double allReduceWireMs(std::span<const int> group, double bytes) const;
+
+  /// When the all-reduce of stage `st` runs, if member i starts its last backward at
+  /// `backward_start[i]` (a member with no samples: when it is free to join). Buckets
+  /// (gradientBuckets) go one after another on the ring, each once every member's backward
+  /// has passed its layers; the ring's CPU work competes with the backward for the cores,
+  /// so it is not hidden: the all-reduce ends no earlier than the slowest backward plus that
+  /// work. start = end = the slowest backward's end for a group of one.
+  struct AllReduceSpan {
+    double start_ms = 0;
+    double end_ms = 0;
+  };
+  AllReduceSpan allReduceSpan(const Stage& st, std::span<const double> backward_start) const;
+  /// What the all-reduce of `st` adds after its slowest member's last backward when every
+  /// member starts that backward at once (allReduceSpan).
+  double exposedAllReduceMs(const Stage& st) const;
 
   /// Weights + gradients + optimizer state (1x momentum for SGD, 2x for Adam) of
   /// layers [begin, end), plus the copies of its own stage a member keeps as backups
@@ -147,7 +176,7 @@ struct StageTiming {
   double send_gradient_ms = 0;    ///< to the previous stage, latency included
   double activation_wire_ms = 0;  ///< how long the activation occupies its link
   double gradient_wire_ms = 0;    ///< how long the gradient occupies its link
-  double allreduce_ms = 0;        ///< once per iteration
+  double allreduce_ms = 0;        ///< once per iteration: what it adds after the last backward
   double update_ms = 0;           ///< the optimizer step, once per iteration (slowest member)
 };
 

@@ -23,7 +23,6 @@ constexpr int kMaxDevices = 30;
 /// estimatePlan sums the same terms in another order; a bound must beat the best by more
 /// than rounding before it may discard a branch.
 constexpr double kBoundSlack = 1e-9;
-constexpr double kFloatBytes = 4.0;
 
 /// Plans the search would visit: sum over S of C(L-1, S-1) * (ways to give each of the
 /// devices one of S stages or none, every stage getting at least one).
@@ -123,7 +122,7 @@ class ExhaustiveSearch {
     }
     o.fits = true;
     o.compute_ms = forward + backward;
-    o.allreduce_ms = cost_.allReduceMs(group, cost_.model().parameters(stage.layer_begin, stage.layer_end) * kFloatBytes);
+    o.allreduce_ms = cost_.exposedAllReduceMs({stage.layer_begin, stage.layer_end, o.members});
     return o;
   }
 
@@ -150,10 +149,10 @@ class ExhaustiveSearch {
   }
 
   // Whatever the later stages and links add, estimatePlan's fill holds every stage's
-  // forward and backward once, its steady state M - 1 periods of at least the slowest
-  // stage's compute, and stage 0's all-reduce (no gradient trip hides it) ends the iteration.
+  // forward and backward once, the slowest stage computes M of them, and stage 0's
+  // all-reduce (no gradient trip hides it) ends the iteration.
   double lowerBound(double compute_sum, double compute_max, double first_allreduce) const {
-    return compute_sum + (plan_.microbatches - 1) * compute_max + first_allreduce;
+    return std::max(compute_sum, plan_.microbatches * compute_max) + first_allreduce;
   }
 
   bool full() const { return finalists_.size() >= kExhaustiveFinalists; }

@@ -48,6 +48,8 @@ struct DpValue {
   double period = kInf;
   double fill = kInf;
   double allreduce = 0;
+  double steady = kInf;  // the period's bound from links and neighbouring pairs alone (1F1B)
+  double own = kInf;     // the most one stage's M micro-batches and its trips take (1F1B)
   double first_work = 0;  // forward + backward of the sub-pipeline's first stage
   int next_cut = -1;     // index into the cut candidates where the next stage starts
   int next_device = -1;  // index into the ordering where the next stage's group starts
@@ -103,6 +105,25 @@ class StageDp {
     double max_limit = 0;
     int max_share = 0;
   };
+
+  /// What group `g`'s all-reduce of layers [b, e) adds after its last backward (`bwd`):
+  /// CostModel::allReduceSpan's buckets on the group's ring, with the backward taken as
+  /// passing the layers in proportion to their FLOPs.
+  double exposedAllReduce(const Group& g, int b, int e, double bwd) const {
+    if (g.devices.size() <= 1) return 0;
+    const ModelSpec& model = cost_.model();
+    const double flops = model.backwardFlops(b, e);
+    double ring_free = 0, held = 0;
+    for (int l = e - 1; l >= b; --l) {
+      held += 4.0 * model.parameters(l, l + 1);
+      if ((held >= kGradientBucketBytes || l == b) && held > 0) {
+        const double ready = flops > 0 ? bwd * model.backwardFlops(l, e) / flops : bwd;
+        ring_free = std::max(ready, ring_free) + g.ar_latency + g.ar_per_byte * held;
+        held = 0;
+      }
+    }
+    return std::max(0.0, ring_free - bwd);
+  }
 
   Group& group(int j, int j2) { return groups_[j * (D_ + 1) + j2]; }
   DpValue& at(int v, int k, int i, int j) { return table_[v][k][i * (D_ + 1) + j]; }
@@ -189,7 +210,8 @@ class StageDp {
 
   double score(int objective, const DpValue& v) const {
     if (objective == 1) return v.period + 1e-6 * (v.fill + v.allreduce);
-    return v.fill + (M_ - 1) * v.period + v.allreduce;
+    if (gpipe_) return v.fill + (M_ - 1) * v.period + v.allreduce;
+    return std::max(v.fill + (M_ - 1) * v.steady, v.own) + v.allreduce;  // as estimatePlan
   }
 
   void fill(int k, int i, int j, int in_flight) {
@@ -218,19 +240,22 @@ class StageDp {
         const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
         const double wire = k > 1 ? g.send_per_byte * boundary : 0;
         const double send = k > 1 ? g.send_latency + wire : 0;
-        const double ar = g.ar_latency + g.ar_per_byte * 4.0 * model.parameters(b, e);
+        const double ar = exposedAllReduce(g, b, e, bwd);
         for (int o = 0; o < kObjectives; ++o) {
           DpValue rest;
           if (k > 1) {
             rest = at(o, k - 1, i2, j2);
             if (rest.period == kInf) continue;
           } else {
-            rest.period = rest.fill = 0;
+            rest.period = rest.fill = rest.steady = rest.own = 0;
           }
           DpValue v;
-          v.period = std::max({fwd + bwd, wire, rest.period});
+          v.steady = std::max(wire, rest.steady);
           // 1F1B keeps neighbours one micro-batch apart (see estimatePlan).
-          if (k > 1 && !gpipe_) v.period = std::max(v.period, (fwd + bwd + rest.first_work + 2 * send) / 2);
+          if (k > 1 && !gpipe_) v.steady = std::max(v.steady, (fwd + bwd + rest.first_work + 2 * send) / 2);
+          v.period = std::max(v.steady, std::max(fwd + bwd, rest.period));
+          // This stage's own M micro-batches, or a later stage's with this one's trips.
+          v.own = std::max(M_ * (fwd + bwd), rest.own + fwd + bwd + 2 * send);
           v.first_work = fwd + bwd;
           v.fill = fwd + bwd + 2 * send + rest.fill;
           v.allreduce = std::max(ar, rest.allreduce);

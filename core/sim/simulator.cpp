@@ -64,6 +64,7 @@ struct DeviceState {
   size_t next = 0;
   bool busy = false;
   double op_start_ms = 0;
+  double last_backward_start_ms = 0;  // when its all-reduce buckets start to fill
   std::vector<int> activations_missing;  // per micro-batch: routes not yet arrived
   std::vector<int> gradients_missing;
   std::vector<int> routes_after_forward;
@@ -255,6 +256,7 @@ class PipelineSimulation {
       send(d.routes_after_forward, op.micro_batch, now);
     } else {
       --d.held;
+      d.last_backward_start_ms = d.op_start_ms;
       send(d.routes_after_backward, op.micro_batch, now);
     }
     if (d.next == d.ops.size() && --members_pending_[d.stage] == 0) allReduce(d.stage, now);
@@ -287,15 +289,20 @@ class PipelineSimulation {
 
   // Nothing in this iteration waits on the all-reduce or the optimizer step, so they need
   // no completion events; the all-reduce does not contend with pipeline transfers for
-  // links (the cost model prices it on its own).
+  // links (the cost model prices it on its own). Its buckets went beside the members' last
+  // backward (CostModel::allReduceSpan).
   void allReduce(int s, double now) {
     const Stage& st = plan_.stages[s];
     const auto group = st.devices();
     double end = now;
     if (st.members.size() > 1) {
-      const double bytes = cost_.model().parameters(st.layer_begin, st.layer_end) * 4.0;
-      end = now + cost_.allReduceMs(group, bytes);
-      for (int d : group) timeline_.push_back({d, -1, EventKind::AllReduce, -1, now, end});
+      std::vector<double> starts;
+      for (int d : group) starts.push_back(devices_[d].last_backward_start_ms);
+      const auto span = cost_.allReduceSpan(st, starts);
+      end = std::max(now, span.end_ms);
+      if (end > span.start_ms) {
+        for (int d : group) timeline_.push_back({d, -1, EventKind::AllReduce, -1, std::min(span.start_ms, end), end});
+      }
     }
     for (int d : group) {
       const double update = cost_.updateMs(d, st.layer_begin, st.layer_end);

@@ -46,14 +46,14 @@ std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, i
 /// Executes one training iteration of a valid plan event by event: every device
 /// computes its share of each micro-batch in the schedule's order (1F1B or GPipe), every
 /// directed link carries one transfer at a time, each stage group all-reduces its
-/// gradients once its last backward is done, and then every member applies its optimizer
-/// step (CostModel::updateMs).
+/// gradients in buckets beside its members' last backward (CostModel::allReduceSpan), and
+/// then every member applies its optimizer step (CostModel::updateMs).
 ///
 /// 1F1B: stage s warms up with min(S - s - 1, M) forwards, alternates, then drains.
 /// GPipe: all forwards, then the backwards in reverse micro-batch order (as GPipe and
 /// torchgpipe do). A member with 0 samples computes nothing but joins the all-reduce,
 /// and counts as a used device (busy 0) in bubble_fraction. The all-reduce is priced by
-/// CostModel::allReduceMs alone: it does not queue behind pipeline transfers on links.
+/// the cost model alone: it does not queue behind pipeline transfers on links.
 /// Deterministic: equal inputs give identical timelines.
 SimulationResult simulate(const Plan& plan, const CostModel& cost);
 
