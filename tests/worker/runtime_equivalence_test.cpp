@@ -132,6 +132,25 @@ void expectEquivalent(const PipelineCase& c) {
   std::vector<double> expected;
   for (int i = 0; i < c.iterations; ++i) expected.push_back(reference.step());
 
+  // A group's all-reduce starts inside its member's last backward: its buckets go on the
+  // ring as the backward writes them.
+  for (size_t i = 0; i < run.workers.size(); ++i) {
+    const auto& a = run.assignments[i];
+    if (a.group_size() < 2) continue;  // the repeated field: the stage's members
+    const bool computes = a.group(a.rank()).samples() > 0;
+    for (const auto& report : run.logs[i]->iterations()) {
+      double backward_end = -1, allreduce_start = -1;
+      for (const auto& e : report.timeline()) {
+        if (e.kind() == "backward") backward_end = std::max(backward_end, e.end_ms());
+        if (e.kind() == "allreduce") allreduce_start = e.start_ms();
+      }
+      ASSERT_GE(allreduce_start, 0) << run.workers[i]->name() << " step " << report.step();
+      if (computes) {
+        EXPECT_LT(allreduce_start, backward_end) << run.workers[i]->name() << " step " << report.step();
+      }
+    }
+  }
+
   const auto losses = pipelineLosses(run, c.iterations);
   for (int s = 0; s < c.iterations; ++s) {
     EXPECT_NEAR(losses[s], expected[s], 1e-4 * std::abs(expected[s])) << "loss of step " << s;

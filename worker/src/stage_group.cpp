@@ -267,39 +267,63 @@ void StageGroup::waitConnected(const std::atomic<bool>& stop) {
   if (state_->failure) throw WorkerError(ErrorCode::Unavailable, *state_->failure);
 }
 
+struct StageGroup::Pending {
+  std::vector<at::Tensor> tensors;
+  c10::intrusive_ptr<c10d::Work> work;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+};
+
 void StageGroup::allReduceSum(torch::Tensor& tensor, const std::atomic<bool>& stop) {
   if (size_ == 1) return;
+  wait(*startAllReduceSum(tensor, stop), stop);
+}
+
+std::shared_ptr<StageGroup::Pending> StageGroup::startAllReduceSum(torch::Tensor tensor,
+                                                                   const std::atomic<bool>& stop) {
+  auto pending = std::make_shared<Pending>();
+  if (size_ == 1) {
+    pending->done = true;
+    return pending;
+  }
   waitConnected(stop);
-  std::vector<at::Tensor> tensors{tensor};
+  pending->tensors.push_back(std::move(tensor));
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
-  auto work = state_->group->allreduce(tensors, options);
-  // Wait through the future so a Stop can leave without waiting for Gloo's timeout.
-  struct Done {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool done = false;
-  };
-  auto done = std::make_shared<Done>();
-  work->getFuture()->addCallback([done](c10::ivalue::Future&) {
-    {
-      std::lock_guard lock(done->mutex);
-      done->done = true;
+  pending->work = state_->group->allreduce(pending->tensors, options);
+  // Waited for through the future so a Stop can leave without waiting for Gloo's timeout.
+  pending->work->getFuture()->addCallback([weak = std::weak_ptr<Pending>(pending)](c10::ivalue::Future&) {
+    if (auto p = weak.lock()) {
+      {
+        std::lock_guard lock(p->mutex);
+        p->done = true;
+      }
+      p->cv.notify_all();
     }
-    done->cv.notify_all();
   });
+  return pending;
+}
+
+void StageGroup::abandon() {
+  std::lock_guard lock(state_->mutex);
+  state_->abandoned = true;
+}
+
+void StageGroup::wait(Pending& pending, const std::atomic<bool>& stop) {
+  if (!pending.work) return;
   {
-    std::unique_lock lock(done->mutex);
-    while (!done->done) {
+    std::unique_lock lock(pending.mutex);
+    while (!pending.done) {
       if (stop) {
         std::lock_guard state_lock(state_->mutex);
         state_->abandoned = true;
         throw WorkerError(ErrorCode::Aborted, "stopped during the all-reduce");
       }
-      done->cv.wait_for(lock, std::chrono::milliseconds(50));
+      pending.cv.wait_for(lock, std::chrono::milliseconds(50));
     }
   }
-  if (auto error = work->exception()) {
+  if (auto error = pending.work->exception()) {
     try {
       std::rethrow_exception(error);
     } catch (const std::exception& e) {
@@ -308,7 +332,6 @@ void StageGroup::allReduceSum(torch::Tensor& tensor, const std::atomic<bool>& st
       throw WorkerError(ErrorCode::Unavailable, "all-reduce in the stage group failed: " + what);
     }
   }
-  tensor = tensors[0];
 }
 
 }  // namespace stagecraft::worker

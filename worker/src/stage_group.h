@@ -32,6 +32,19 @@ class StageGroup {
   /// Aborted as soon as `stop` is set (the collective is abandoned).
   void allReduceSum(torch::Tensor& tensor, const std::atomic<bool>& stop);
 
+  /// An all-reduce started by startAllReduceSum and not yet waited for.
+  struct Pending;
+  /// Starts summing `tensor` (dense, contiguous) in place across the group and returns at
+  /// once; Gloo's threads run it beside whatever the caller does next. Every member must
+  /// start the same collectives in the same order. Throws as allReduceSum while the group
+  /// is still forming.
+  std::shared_ptr<Pending> startAllReduceSum(torch::Tensor tensor, const std::atomic<bool>& stop);
+  /// Waits for `pending`; throws as allReduceSum.
+  void wait(Pending& pending, const std::atomic<bool>& stop);
+  /// Started collectives will not be waited for: the group is not to wait for Gloo's
+  /// threads when it goes (they give up at their timeout).
+  void abandon();
+
  private:
   struct State;
   void waitConnected(const std::atomic<bool>& stop);

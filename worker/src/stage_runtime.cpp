@@ -1,15 +1,19 @@
 #include "stage_runtime.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <future>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "backup_store.h"
 #include "control/backup_schedule.h"
+#include "cost/cost_model.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stage_group.h"
@@ -53,7 +57,23 @@ struct StageRuntime::Impl {
   v1::DataConfig data_config;
   std::unique_ptr<DataSource> eval_data;  // the held-out split, made at the first Evaluate
   std::unique_ptr<StageGroup> group;
-  torch::Tensor flat_grads;  // the all-reduce buffer
+  // A group's gradients live in one buffer, every parameter's gradient a view of it, in
+  // buckets of layers from the last (gradientBuckets): the backward accumulates into it, so
+  // nothing is copied, and a bucket goes on the ring as soon as the last micro-batch's
+  // backward has written it, beside the rest of that backward (as PyTorch DDP does).
+  struct Bucket {
+    std::int64_t begin = 0, numel = 0;
+    int params = 0;
+    int missing = 0;  // this step: parameters the last backward has not reached
+  };
+  torch::Tensor flat_grads;
+  std::vector<Bucket> buckets;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep their hooks alive
+  bool hooks_armed = false;  // during the step's last backward
+  std::size_t next_bucket = 0;
+  std::vector<std::shared_ptr<StageGroup::Pending>> in_flight;
+  std::optional<Clock::time_point> allreduce_start;
+  std::exception_ptr launch_error;
   std::atomic<std::int64_t> step{0};
   std::atomic<bool> stop{false};
   std::mutex outbox_mutex;
@@ -236,31 +256,86 @@ struct StageRuntime::Impl {
     if (waits) event(-1, "backup", backup_to.name(), start, Clock::now());
   }
 
-  void allReduceGradients() {
-    std::vector<torch::Tensor> grads;
+  /// Makes every parameter's gradient a view of flat_grads, bucket by bucket, and hooks
+  /// each parameter's gradient accumulator to count its bucket down.
+  void setUpBuckets() {
+    torch::NoGradGuard no_grad;
+    const int n = module->layerCount();
+    std::vector<std::vector<torch::Tensor>> per_layer(n);
+    std::vector<double> bytes(n, 0.0);
+    std::set<const void*> seen;
+    auto take = [&](int l, const torch::Tensor& p) {
+      if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) return;
+      per_layer[l].push_back(p);
+      bytes[l] += static_cast<double>(p.numel()) * 4.0;
+    };
+    for (int l = 0; l < n; ++l) {
+      for (const auto& p : module->layerParameters(l)) take(l, p);
+    }
+    if (n > 0) {
+      for (const auto& p : module->parameters()) take(0, p);  // any no layer lists
+    }
     std::int64_t total = 0;
-    for (auto& p : module->parameters()) {
-      grads.push_back(p.grad());
-      total += p.numel();
+    for (const auto& layer : per_layer) {
+      for (const auto& p : layer) total += p.numel();
     }
     if (total == 0) return;
-    // One flat buffer, kept across iterations: one collective instead of one per tensor.
-    // (Filled slice by slice: torch::cat of tens of MB takes ~40x longer on one thread.)
-    // The event spans the copies too: the cost model prices them as part of the all-reduce.
-    const auto start = Clock::now();
-    if (!flat_grads.defined() || flat_grads.numel() != total) flat_grads = torch::empty({total});
+    flat_grads = torch::zeros({total});
     std::int64_t at = 0;
-    for (auto& g : grads) {
-      flat_grads.narrow(0, at, g.numel()).view_as(g).copy_(g);
-      at += g.numel();
+    for (const auto& [b, e] : gradientBuckets(bytes)) {
+      Bucket bucket;
+      bucket.begin = at;
+      const std::size_t index = buckets.size();
+      for (int l = e - 1; l >= b; --l) {
+        for (auto& p : per_layer[l]) {
+          p.mutable_grad() = flat_grads.narrow(0, at, p.numel()).view_as(p);
+          at += p.numel();
+          ++bucket.params;
+          auto accumulator = torch::autograd::impl::grad_accumulator(p);
+          accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+              [this, index](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+                gradientReady(index);
+                return outputs;
+              }));
+          accumulators.push_back(std::move(accumulator));
+        }
+      }
+      bucket.numel = at - bucket.begin;
+      buckets.push_back(bucket);
     }
-    group->allReduceSum(flat_grads, stop);
-    at = 0;
-    for (auto& g : grads) {
-      g.copy_(flat_grads.narrow(0, at, g.numel()).view_as(g));
-      at += g.numel();
+  }
+
+  /// A parameter of bucket `b` has its gradient: during the last backward, a bucket that
+  /// is complete goes on the ring, in bucket order (every member starts the same
+  /// collectives in the same order).
+  void gradientReady(std::size_t b) {
+    if (!hooks_armed) return;
+    if (--buckets[b].missing == 0) startReadyBuckets();
+  }
+
+  void startReadyBuckets() {
+    while (next_bucket < buckets.size() && buckets[next_bucket].missing <= 0) {
+      const Bucket& bucket = buckets[next_bucket++];
+      if (bucket.numel == 0 || launch_error) continue;
+      if (!allreduce_start) allreduce_start = Clock::now();
+      try {
+        in_flight.push_back(group->startAllReduceSum(flat_grads.narrow(0, bucket.begin, bucket.numel), stop));
+      } catch (...) {
+        launch_error = std::current_exception();  // not thrown through the autograd engine
+      }
     }
-    event(-1, "allreduce", "", start, Clock::now());
+  }
+
+  /// Starts what the last backward did not (all of it on a member with no samples) and
+  /// waits for every bucket.
+  void allReduceGradients() {
+    if (buckets.empty()) return;
+    for (auto& b : buckets) b.missing = 0;
+    startReadyBuckets();
+    if (launch_error) std::rethrow_exception(launch_error);
+    for (auto& pending : in_flight) group->wait(*pending, stop);
+    in_flight.clear();
+    event(-1, "allreduce", "", allreduce_start.value_or(Clock::now()), Clock::now());
   }
 
   void iterate(PeerOutbox& outbox) {
@@ -269,9 +344,26 @@ struct StageRuntime::Impl {
     iteration_start = Clock::now();
     report.Clear();
     compute_ms = 0;
+    for (auto& b : buckets) b.missing = b.params;
+    next_bucket = 0;
+    allreduce_start.reset();
+    launch_error = nullptr;
+    // A step that fails with buckets on the ring leaves them to Gloo's timeout.
+    struct Settle {
+      Impl& d;
+      ~Settle() {
+        d.hooks_armed = false;
+        if (!d.in_flight.empty()) {
+          d.group->abandon();
+          d.in_flight.clear();
+        }
+      }
+    } settle{*this};
     // Every backward adds into gradients that exist (the profile times it so); the update
     // zeroes them, and its time (and the profile's) includes that.
-    if (!grads_clean) {
+    if (!grads_clean && flat_grads.defined()) {
+      flat_grads.zero_();
+    } else if (!grads_clean) {
       for (auto& p : module->parameters()) {
         if (p.grad().defined()) {
           p.mutable_grad().detach_();
@@ -313,11 +405,13 @@ struct StageRuntime::Impl {
         torch::Tensor grad;
         if (!layout.last()) grad = receive(s, m, true);
         const auto start = Clock::now();
+        hooks_armed = env.allreduce_overlap && !buckets.empty() && &op == &layout.ops.back();
         if (layout.last()) {
           kept.output.backward();
         } else {
           kept.output.backward(grad);
         }
+        hooks_armed = false;
         emulateSlowdown(start);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
@@ -393,6 +487,7 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
     d.group = std::make_unique<StageGroup>(std::move(at), d.env.own_host, d.layout.rank, d.layout.group_size,
                                            "stagecraft/" + d.layout.job + "/stage" + std::to_string(d.layout.stage),
                                            d.env.peer_timeout);
+    d.setUpBuckets();
   }
 }
 

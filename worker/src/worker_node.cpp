@@ -290,6 +290,7 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   env.own_host = hostOf(assignment.group(layout.rank).address());
   if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
   env.slowdown = options_.slowdown;
+  env.allreduce_overlap = options_.allreduce_overlap;
   env.link = &link_;
   env.token = options_.token;
   env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));

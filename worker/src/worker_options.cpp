@@ -35,6 +35,7 @@ std::string workerUsage() {
          "                         (--token-file PATH | --insecure) [--data-dir DIR] [--cache-dir DIR]\n"
          "                         [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
+         "                         [--no-allreduce-overlap]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "\n"
@@ -61,6 +62,9 @@ std::string workerUsage() {
          "  --threads T            LibTorch threads (default: all cores)\n"
          "  --slowdown F           emulate a device F times slower (default 1)\n"
          "  --bandwidth-mbps B     pace outgoing peer traffic to B Mbit/s (default: unpaced)\n"
+         "  --no-allreduce-overlap a stage group all-reduces its gradients after the whole\n"
+         "                         backward, not bucket by bucket beside it (for comparison;\n"
+         "                         the planner prices the overlap)\n"
          "  --memory-mb M          memory a stage may use (default: the machine's)\n"
          "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
          "  --lease-s S            stop a training job whose coordinator is gone (no telemetry\n"
@@ -137,6 +141,8 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       o.threads = static_cast<int>(t);
     } else if (flag == "--slowdown") {
       o.slowdown = parseNumber(flag, next(), 1, true);
+    } else if (flag == "--no-allreduce-overlap") {
+      o.allreduce_overlap = false;
     } else if (flag == "--bandwidth-mbps") {
       o.bandwidth_mbps = parseNumber(flag, next(), 0, false);
     } else if (flag == "--memory-mb") {

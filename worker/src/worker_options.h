@@ -22,6 +22,7 @@ struct WorkerOptions {
   std::string cache_dir;        ///< TorchScript model files by hash; defaulted by parseWorkerOptions()
   int threads = 0;              ///< LibTorch intra-op threads; 0 = the machine's cores
   double slowdown = 1;          ///< compute takes this many times as long
+  bool allreduce_overlap = true;  ///< a group's buckets go beside the last backward, not after it
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
   double memory_mb = 0;         ///< memory a stage may use; 0 = the machine's
   double peer_timeout_s = 30;   ///< how long to wait for a peer's tensor or the group
