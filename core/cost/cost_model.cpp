@@ -233,8 +233,6 @@ CostModel::AllReduceSpan CostModel::allReduceSpan(const Stage& st, std::span<con
     backward_end = std::max(backward_end, backward_start[i] + backwardMs(m.device, begin, end, m.samples));
   }
   if (g <= 1) return {backward_end, backward_end};
-  std::vector<double> layer_bytes;
-  for (int l = begin; l < end; ++l) layer_bytes.push_back(model_->parameters(l, l + 1) * kFloatBytes);
   const auto group = st.devices();
   const double bytes = model_->parameters(begin, end) * kFloatBytes;
   double cpu = 0;
@@ -242,18 +240,20 @@ CostModel::AllReduceSpan CostModel::allReduceSpan(const Stage& st, std::span<con
   AllReduceSpan span{backward_end, backward_end};
   double ring_free = -INFINITY;
   bool first = true;
-  for (const auto& [b, e] : gradientBuckets(layer_bytes)) {
+  for (int e = end; e > begin;) {
+    const int b = gradientBucketBegin(*model_, begin, e);
     // The backward runs from the last layer down: bucket [b, e) is done once every
-    // member has passed layer begin + b.
+    // member has passed layer b.
     double ready = 0;
     for (size_t i = 0; i < g; ++i) {
       const auto& m = st.members[i];
-      ready = std::max(ready, backward_start[i] + backwardMs(m.device, begin + b, end, m.samples));
+      ready = std::max(ready, backward_start[i] + backwardMs(m.device, b, end, m.samples));
     }
     const double start = std::max(ready, ring_free);
     if (first) span.start_ms = start;
     first = false;
-    ring_free = start + allReduceWireMs(group, model_->parameters(begin + b, begin + e) * kFloatBytes);
+    ring_free = start + allReduceWireMs(group, model_->parameters(b, e) * kFloatBytes);
+    e = b;
   }
   span.end_ms = std::max(ring_free, backward_end + cpu);
   return span;
@@ -266,6 +266,21 @@ double CostModel::exposedAllReduceMs(const Stage& st) const {
   double backward = 0;
   for (const auto& m : st.members) backward = std::max(backward, backwardMs(m.device, st.layer_begin, st.layer_end, m.samples));
   return std::max(0.0, span.end_ms - backward);
+}
+
+int gradientBucketBegin(const ModelSpec& model, int begin, int end) {
+  // The largest l in [begin, end) whose layers [l, end) hold a bucket's bytes, else begin.
+  if (model.parameters(begin, end) * kFloatBytes < kGradientBucketBytes) return begin;
+  int lo = begin, hi = end - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (model.parameters(mid, end) * kFloatBytes >= kGradientBucketBytes) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
 }
 
 std::vector<std::pair<int, int>> gradientBuckets(std::span<const double> layer_bytes) {

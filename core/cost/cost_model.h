@@ -40,6 +40,9 @@ constexpr double kGradientBucketBytes = 25.0 * 1024 * 1024;
 /// The buckets of a stage whose layers hold `layer_bytes` of gradient each (in layer
 /// order): [begin, end) indices into `layer_bytes`, the last layers' bucket first.
 std::vector<std::pair<int, int>> gradientBuckets(std::span<const double> layer_bytes);
+/// The same for the model's layers [begin, end): the first layer of the bucket that ends
+/// at layer `end` (exclusive), by binary search over the parameter counts' prefix sums.
+int gradientBucketBegin(const ModelSpec& model, int begin, int end);
 
 /// How long things take and how much memory they need, for one model on one cluster.
 /// Compute time is FLOPs / effective speed, or a measured per-layer profile when one is
@@ -181,9 +184,10 @@ struct StageTiming {
 };
 
 /// The closed-form estimate of one training iteration of a plan: fill + drain of the
-/// pipeline plus (M - 1) periods of its bottleneck, plus the all-reduce and optimizer
-/// step that do not overlap the drain. Planners optimise this; the simulator checks it
-/// event by event.
+/// pipeline plus (M - 1) periods of its bottleneck (under 1F1B, periods bounded by the links
+/// and neighbouring pairs, and no less than any stage's own M micro-batches with the trips
+/// to it and back), plus the all-reduce and optimizer step that do not overlap the drain.
+/// Planners optimise this; the simulator checks it event by event.
 struct PlanEstimate {
   bool fits = true;                    ///< every member within its memory limit
   double iteration_ms = 0;

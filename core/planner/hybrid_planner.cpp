@@ -48,8 +48,6 @@ struct DpValue {
   double period = kInf;
   double fill = kInf;
   double allreduce = 0;
-  double steady = kInf;  // the period's bound from links and neighbouring pairs alone (1F1B)
-  double own = kInf;     // the most one stage's M micro-batches and its trips take (1F1B)
   double first_work = 0;  // forward + backward of the sub-pipeline's first stage
   int next_cut = -1;     // index into the cut candidates where the next stage starts
   int next_device = -1;  // index into the ordering where the next stage's group starts
@@ -106,23 +104,23 @@ class StageDp {
     int max_share = 0;
   };
 
-  /// What group `g`'s all-reduce of layers [b, e) adds after its last backward (`bwd`):
-  /// CostModel::allReduceSpan's buckets on the group's ring, with the backward taken as
-  /// passing the layers in proportion to their FLOPs.
+  /// What group `g`'s all-reduce of layers [b, e) adds after its last backward (`bwd`), in
+  /// closed form for the DP's inner loop (CostModel::allReduceSpan walks every bucket; the
+  /// final choice is by simulation): the ring starts once the backward has passed the last
+  /// layers' bucket (in proportion to FLOPs) and then runs back to back, or at least the
+  /// first layers' bucket (what is left over whole buckets) follows the backward.
   double exposedAllReduce(const Group& g, int b, int e, double bwd) const {
     if (g.devices.size() <= 1) return 0;
     const ModelSpec& model = cost_.model();
+    const double bytes = 4.0 * model.parameters(b, e);
+    if (bytes <= 0) return 0;
+    const int first_end = gradientBucketBegin(model, b, e);
     const double flops = model.backwardFlops(b, e);
-    double ring_free = 0, held = 0;
-    for (int l = e - 1; l >= b; --l) {
-      held += 4.0 * model.parameters(l, l + 1);
-      if ((held >= kGradientBucketBytes || l == b) && held > 0) {
-        const double ready = flops > 0 ? bwd * model.backwardFlops(l, e) / flops : bwd;
-        ring_free = std::max(ready, ring_free) + g.ar_latency + g.ar_per_byte * held;
-        held = 0;
-      }
-    }
-    return std::max(0.0, ring_free - bwd);
+    const double ready = flops > 0 ? bwd * model.backwardFlops(first_end, e) / flops : bwd;
+    const double buckets = std::max(1.0, std::floor(bytes / kGradientBucketBytes));
+    const double last = bytes - (buckets - 1) * kGradientBucketBytes;
+    const double ring = buckets * g.ar_latency + g.ar_per_byte * bytes;
+    return std::max({0.0, ready + ring - bwd, g.ar_latency + g.ar_per_byte * last});
   }
 
   Group& group(int j, int j2) { return groups_[j * (D_ + 1) + j2]; }
@@ -210,8 +208,7 @@ class StageDp {
 
   double score(int objective, const DpValue& v) const {
     if (objective == 1) return v.period + 1e-6 * (v.fill + v.allreduce);
-    if (gpipe_) return v.fill + (M_ - 1) * v.period + v.allreduce;
-    return std::max(v.fill + (M_ - 1) * v.steady, v.own) + v.allreduce;  // as estimatePlan
+    return v.fill + (M_ - 1) * v.period + v.allreduce;
   }
 
   void fill(int k, int i, int j, int in_flight) {
@@ -247,15 +244,12 @@ class StageDp {
             rest = at(o, k - 1, i2, j2);
             if (rest.period == kInf) continue;
           } else {
-            rest.period = rest.fill = rest.steady = rest.own = 0;
+            rest.period = rest.fill = 0;
           }
           DpValue v;
-          v.steady = std::max(wire, rest.steady);
+          v.period = std::max({fwd + bwd, wire, rest.period});
           // 1F1B keeps neighbours one micro-batch apart (see estimatePlan).
-          if (k > 1 && !gpipe_) v.steady = std::max(v.steady, (fwd + bwd + rest.first_work + 2 * send) / 2);
-          v.period = std::max(v.steady, std::max(fwd + bwd, rest.period));
-          // This stage's own M micro-batches, or a later stage's with this one's trips.
-          v.own = std::max(M_ * (fwd + bwd), rest.own + fwd + bwd + 2 * send);
+          if (k > 1 && !gpipe_) v.period = std::max(v.period, (fwd + bwd + rest.first_work + 2 * send) / 2);
           v.first_work = fwd + bwd;
           v.fill = fwd + bwd + 2 * send + rest.fill;
           v.allreduce = std::max(ar, rest.allreduce);
