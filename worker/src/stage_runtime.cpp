@@ -597,37 +597,4 @@ void StageRuntime::setWeights(const v1::StageWeights& weights) {
   d.step = weights.step();
 }
 
-void configureTorchThreads(int threads) {
-  if (threads > 0) {
-    torch::set_num_threads(threads);
-    torch::set_num_interop_threads(threads);
-  }
-}
-
-double measureMatmulGflops() {
-  torch::NoGradGuard no_grad;
-  constexpr int kN = 256;
-  const auto a = torch::rand({kN, kN});
-  const auto b = torch::rand({kN, kN});
-  torch::Tensor c = torch::matmul(a, b);  // warm-up
-  int runs = 0;
-  const auto start = Clock::now();
-  while (msBetween(start, Clock::now()) < 150 || runs < 3) {
-    c = torch::matmul(a, b);
-    ++runs;
-  }
-  const double seconds = msBetween(start, Clock::now()) / 1000.0;
-  return 2.0 * kN * kN * kN * runs / seconds / 1e9;
-}
-
-v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown) {
-  const auto& asked = request.micro_batches();
-  const std::vector<int> sizes = asked.empty() ? std::vector<int>{1} : std::vector<int>(asked.begin(), asked.end());
-  for (int size : sizes) {
-    if (size <= 0) throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) + " is not positive");
-  }
-  const int repeats = request.repeats() > 0 ? request.repeats() : 3;
-  return profileLayers(request.model(), sizes, repeats, slowdown);
-}
-
 }  // namespace stagecraft::worker

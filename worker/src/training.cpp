@@ -1,4 +1,5 @@
-// Loss, optimizer, per-layer profiling and the single-process reference trainer.
+// Loss, optimizer, per-layer profiling, the matmul speed probe and the single-process
+// reference trainer.
 
 #include <unistd.h>
 
@@ -13,7 +14,9 @@
 #include "io/error.h"
 #include "model/model_spec.h"
 #include "stage_group.h"
+#include "stage_runtime.h"
 #include "torch_stage.h"
+#include "worker_error.h"
 
 namespace stagecraft::worker {
 namespace {
@@ -351,6 +354,41 @@ double ReferenceTrainer::step() {
   optimizer_->step();
   ++step_;
   return loss.item<double>();
+}
+
+void configureTorchThreads(int threads) {
+  if (threads > 0) {
+    torch::set_num_threads(threads);
+    torch::set_num_interop_threads(threads);
+  }
+}
+
+double measureMatmulGflops() {
+  torch::NoGradGuard no_grad;
+  constexpr int kN = 256;
+  const auto a = torch::rand({kN, kN});
+  const auto b = torch::rand({kN, kN});
+  torch::Tensor c = torch::matmul(a, b);  // warm-up
+  int runs = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (elapsed_ms() < 150 || runs < 3) {
+    c = torch::matmul(a, b);
+    ++runs;
+  }
+  return 2.0 * kN * kN * kN * runs / (elapsed_ms() / 1000.0) / 1e9;
+}
+
+v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown) {
+  const auto& asked = request.micro_batches();
+  const std::vector<int> sizes = asked.empty() ? std::vector<int>{1} : std::vector<int>(asked.begin(), asked.end());
+  for (int size : sizes) {
+    if (size <= 0) throw WorkerError(ErrorCode::InvalidArgument, "micro-batch size " + std::to_string(size) + " is not positive");
+  }
+  const int repeats = request.repeats() > 0 ? request.repeats() : 3;
+  return profileLayers(request.model(), sizes, repeats, slowdown);
 }
 
 }  // namespace stagecraft::worker
