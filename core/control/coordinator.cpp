@@ -254,6 +254,26 @@ ModelWeights Coordinator::collectWeights(bool optimizer_state) {
   return mergeStageWeights(weights, workers);
 }
 
+std::int64_t Coordinator::keepStates() {
+  if (member_device_.empty()) throw std::logic_error("nothing is deployed: no state to keep");
+  closeStreams();
+  v1::StopRequest request;
+  request.set_job(job_);
+  request.set_keep_state(true);
+  const int n = memberCount();
+  std::vector<std::int64_t> steps(n);
+  // A copy of a stage's state in memory: the deploy deadline, not the one for small calls.
+  parallelFor(n, [&](int m) { steps[m] = memberClient(m).stop(request, options_.deploy_timeout).step(); });
+  for (int m = 1; m < n; ++m) {
+    if (steps[m] != steps[0]) {
+      throw Error("the stages stopped at different steps (" + memberClient(0).endpoint().name + " at " +
+                  std::to_string(steps[0]) + ", " + memberClient(m).endpoint().name + " at " + std::to_string(steps[m]) +
+                  ")");
+    }
+  }
+  return steps[0];
+}
+
 std::vector<v1::DeployReply> Coordinator::deployAssignments(const Plan& plan,
                                                             std::vector<v1::StageAssignment> assignments,
                                                             const std::string& job) {

@@ -157,6 +157,12 @@ class Coordinator {
   /// finished or been stopped. Throws WorkerError naming a worker that fails, Error when
   /// nothing is deployed or the stages stopped at different steps.
   ModelWeights collectWeights(bool optimizer_state = true);
+  /// Has every member keep a copy of its stage's state at the step reached among its own
+  /// backups (StopRequest.keep_state), for a deploy() from where the state is (listBackups,
+  /// chooseBackups) at this step boundary. Call after a run has finished or been stopped.
+  /// Returns the step. Throws WorkerError naming a worker that fails, Error when the stages
+  /// stopped at different steps.
+  std::int64_t keepStates();
   const std::vector<v1::StageAssignment>& assignments() const { return assignments_; }
   /// Deployed members (one per assignment).
   int memberCount() const { return static_cast<int>(member_device_.size()); }

@@ -294,6 +294,18 @@ Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
   return outcome.plan;
 }
 
+std::optional<TrainingRun::Restore> TrainingRun::keepStateHere() {
+  Coordinator& deployment = *deployed_->coordinator;
+  const std::int64_t at = deployment.keepStates();
+  std::vector<std::string> names;
+  for (const Device& d : deployed_->cluster->devices()) names.push_back(d.name);
+  const auto held = listBackups(deployment, &names, settings_.probe_deadline);
+  std::optional<BackupChoice> choice = chooseBackups(stageRanges(deployment), held, at);
+  if (!choice || choice->step != at) return std::nullopt;
+  std::string where = describeBackups(*choice, *deployed_->cluster);
+  return Restore{std::move(*choice), deployed_->cluster, std::move(where)};
+}
+
 Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   Recovery rec;
   rec.kind = request.kind;
@@ -302,18 +314,30 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
   rec.failed_after = step_;
   rec.step = step_;
   updateFactors();
-  // The exact state at this boundary, which is also the newest backup.
-  const auto began = Clock::now();
-  ModelWeights weights = deployed_->coordinator->collectWeights(true);
-  result.backup_ms += msSince(began);
-  backup_ = weights;
-  backup_step_ = weights.step;
+  auto phase = Clock::now();
+  const auto phaseDone = [&phase](double& ms) {
+    const auto now = Clock::now();
+    ms += std::chrono::duration<double, std::milli>(now - phase).count();
+    phase = now;
+  };
+  // The exact state at this boundary stays where it is: every member keeps a copy, and the
+  // new plan's members take it from their own workers or fetch only the layers that change
+  // device from the worker holding them (the coordinator collects the whole model only when
+  // that cannot be arranged).
+  std::optional<Restore> here = keepStateHere();
+  if (!here) {
+    ModelWeights weights = deployed_->coordinator->collectWeights(true);
+    result.backup_ms += msSince(phase);
+    backup_ = std::move(weights);
+    backup_step_ = backup_->step;
+  }
+  phaseDone(rec.state_ms);
 
   std::shared_ptr<const Cluster> over;
   Plan next;
   if (request.plan) {
     over = request.cluster ? std::make_shared<const Cluster>(*request.cluster) : deployed_->cluster;
-    next = *request.plan;
+    next = *request.plan;  // the user's plan, device for device
   } else {
     std::vector<std::string> live;
     const std::vector<WorkerProbe> probes = coordinator_->probe(settings_.probe_deadline);
@@ -322,13 +346,28 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
     }
     over = std::make_shared<const Cluster>(restrictCluster(*cluster_, live));
     next = planOver(*over, "cannot re-plan");
+    if (here) {
+      // Among the arrangements of its stages, the one that moves the least state for its speed.
+      const std::int64_t steps_left = std::max<std::int64_t>(target_ - step_, 1);
+      next = placeNearState(std::move(next), *over, costModel(*over), here->choice, *here->holders, steps_left);
+    }
   }
+  rec.backup = here ? here->where : "the coordinator's copy";
   rec.stages = next.stageCount();
   for (const Stage& s : next.stages) rec.devices += static_cast<int>(s.members.size());
+  phaseDone(rec.plan_ms);
   Plan previous = deployed_->plan;
   Cluster previous_cluster = *deployed_->cluster;
   const double before_sps = promises_.recentThroughput();
-  install(next, over, &backup_.value());
+  install(next, over, here ? nullptr : &backup_.value(), here ? &*here : nullptr);
+  if (here && backup_schedule_.every > 0) {
+    // The copies this deployment started from are dropped at its first Start: its first
+    // backup comes after its first step, so a loss soon after the re-plan does not replay
+    // from an older one.
+    backup_schedule_.after = step_ + 1 - backup_schedule_.every;
+    deployed_->coordinator->setBackupSchedule(backup_schedule_);
+  }
+  phaseDone(rec.deploy_ms);
   promises_.begin(request.promise_sps.value_or(predicted_sps_), before_sps, std::move(previous), std::move(previous_cluster), step_);
   return rec;
 }

@@ -308,6 +308,10 @@ class TrainingRun {
   std::string gatherBackup(std::span<const std::string> live);
   /// The same state left where it is held, for install(); nullopt when none is newer.
   std::optional<Restore> findRestore(std::span<const std::string> live);
+  /// At a step boundary: every member keeps its stage's state at the step reached
+  /// (Coordinator::keepStates), left where it is for install(); nullopt when the stages do
+  /// not all hold it (a worker that keeps no copies).
+  std::optional<Restore> keepStateHere();
   /// Before a segment: the newest step every stage's workers hold twice (own and a
   /// neighbour's copy) is pinned on them, so however far the copies on the wire lag there is
   /// always a step to replay from. Costs a ListBackups to each device.

@@ -188,6 +188,46 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
   EXPECT_EQ(more.steps.front().step, at + 1);
 }
 
+TEST(TrainingRun, AReplanRestoresTheStateWhereItIsHeldInsteadOfCollectingTheModel) {
+  Fakes fakes(3);
+  TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
+                  stagecraft::testing::quickOptions(), quickSettings());
+  run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    // d0 keeps its layers, d1's half moves to d2 and d1 takes d0's second half.
+    if (s.step == 3) run.requestReplan(ReplanRequest{planOver({{0, 2, {{0, 4}}}, {2, 4, {{1, 4}}}, {4, 8, {{2, 4}}}}), std::nullopt});
+  };
+  const RunResult result = run.train(8, events);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  const Recovery& r = result.recoveries[0];
+  EXPECT_EQ(r.replayed_steps, 0);
+  EXPECT_NE(r.backup, "the coordinator's copy");
+  // Each member of the old plan kept its state at the boundary; nobody sent the coordinator
+  // a weight.
+  for (int d : {0, 1}) {
+    EXPECT_EQ(fakes.servers[d]->worker().statesKept(), 1) << "d" << d;
+    EXPECT_EQ(fakes.servers[d]->worker().weightRequests(), 0) << "d" << d;
+  }
+  // Every new member starts at the boundary from restore sources: its own worker's copy
+  // where it holds the layers (an empty address), the holder's otherwise.
+  const std::int64_t at = r.step;
+  const auto sources = [&](int d) {
+    const auto a = fakes.servers[d]->worker().assignment();
+    EXPECT_TRUE(a.has_value());
+    EXPECT_EQ(a->start_step(), at);
+    EXPECT_FALSE(a->has_weights());
+    std::vector<std::string> from;
+    for (const auto& src : a->restore()) from.push_back(src.address().empty() ? "own" : src.name());
+    return from;
+  };
+  EXPECT_EQ(sources(0), (std::vector<std::string>{"own"}));
+  EXPECT_EQ(sources(1), (std::vector<std::string>{"d0"}));
+  EXPECT_EQ(sources(2), (std::vector<std::string>{"d1"}));
+  ASSERT_EQ(result.steps.size(), 8u);
+  for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
+}
+
 TEST(TrainingRun, AReplanAskedForDuringTheLastSegmentLandsBeforeTrainReturns) {
   Fakes fakes(2);
   RunSettings settings = quickSettings();

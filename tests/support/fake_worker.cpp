@@ -223,7 +223,7 @@ void FakeWorker::publish(const v1::TelemetryEvent& event) {
   changed_.notify_all();
 }
 
-grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopRequest*, v1::StopReply* reply) {
+grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopRequest* request, v1::StopReply* reply) {
   if (grpc::Status denied = authorize(context); !denied.ok()) return denied;
   stopping_ = true;
   std::thread trainer;
@@ -234,7 +234,19 @@ grpc::Status FakeWorker::Stop(grpc::ServerContext* context, const v1::StopReques
   }
   if (trainer.joinable()) trainer.join();
   reply->set_step(step_);
+  std::lock_guard lock(mutex_);
+  if (request->keep_state() && assignment_ &&
+      std::find(own_backups_.begin(), own_backups_.end(), step_.load()) == own_backups_.end()) {
+    own_backups_.push_back(step_);
+    ++states_kept_;
+    while (own_backups_.size() > 8) own_backups_.pop_front();
+  }
   return grpc::Status::OK;
+}
+
+int FakeWorker::statesKept() const {
+  std::lock_guard lock(mutex_);
+  return states_kept_;
 }
 
 grpc::Status FakeWorker::Telemetry(grpc::ServerContext* context, const v1::TelemetryRequest*,

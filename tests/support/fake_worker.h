@@ -90,6 +90,8 @@ class FakeWorker final : public v1::Worker::Service {
   /// The keep_backup_step of every Start taken, in order.
   std::vector<std::int64_t> keptBackupSteps() const;
   int stops() const;
+  /// Stops that kept the state at the step reached (StopRequest.keep_state).
+  int statesKept() const;
   int profiles() const;
   int weightRequests() const;
   /// States held for neighbours (StoreBackup calls taken).
@@ -125,6 +127,7 @@ class FakeWorker final : public v1::Worker::Service {
   int starts_ = 0;
   std::vector<std::int64_t> kept_backup_steps_;
   int stops_ = 0;
+  int states_kept_ = 0;
   int profiles_ = 0;
   int weight_requests_ = 0;
   int evaluations_ = 0;

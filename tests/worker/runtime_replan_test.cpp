@@ -1,12 +1,16 @@
 // Re-planning a running job with real workers: plan A trains three steps, the coordinator
-// collects the whole model's weights and optimizer state, plan B (other cuts, other
-// devices, a two-member group) continues for three more. Step numbers run on without a
-// gap or a repeat, and the losses equal six uninterrupted steps in one process.
+// collects the whole model's weights and optimizer state (or, through TrainingRun, every
+// member keeps its state where it is and the new members fetch only the layers that change
+// device), plan B (other cuts, other devices, a two-member group) continues for three more.
+// Step numbers run on without a gap or a repeat, and the losses equal six uninterrupted
+// steps in one process.
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "control/coordinator.h"
+#include "control/training_run.h"
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
 #include "torch_stage.h"
@@ -132,6 +136,41 @@ TEST(RuntimeReplan, WeightsWithoutOptimizerStateRestartTheMomentum) {
   const auto expected = referenceLosses(5);
   EXPECT_NEAR(result.steps[0].loss, expected[3], 1e-4 * std::abs(expected[3]));  // same weights at step 3
   EXPECT_GT(std::abs(result.steps[1].loss - expected[4]), 1e-4 * std::abs(expected[4]));
+}
+
+TEST(RuntimeReplan, ATrainingRunReplanRestoresTheStateWhereItIsWithTheSameLosses) {
+  auto workers = startWorkers({"r0", "r1", "r2", "r3"});
+  control::CoordinatorOptions options;
+  options.call_timeout = std::chrono::seconds(20);
+  options.deploy_timeout = std::chrono::seconds(60);
+  control::TrainingOptions training;
+  training.lr = kLr;
+  training.momentum = kMomentum;
+  training.seed = kSeed;
+  control::TrainingRun run(clusterOf(workers), ModelSpec::fromProto(smallMlp()), Optimizer::Sgd, training, options);
+  // Plan A: [0, 3) on r0; [3, 8) on r1 + r2 (3 + 1).
+  run.deploy(planOf({Stage{0, 3, {{0, 4}}}, Stage{3, 8, {{1, 3}, {2, 1}}}}));
+  // Plan B: [0, 2) on r3 (new: fetches from r0); [2, 5) on r1 + r0 (1 + 3: r0 holds [2, 3),
+  // fetches [3, 5) from r1 or r2); [5, 8) on r2 (its own copy of the old stage).
+  const Plan b = planOf({Stage{0, 2, {{3, 4}}}, Stage{2, 5, {{1, 1}, {0, 3}}}, Stage{5, 8, {{2, 4}}}});
+  const control::RunResult first = run.train(3);
+  const control::Recovery r = run.replanNow(control::ReplanRequest{b, std::nullopt});
+  const control::RunResult second = run.train(6);
+  EXPECT_EQ(r.step, 3);
+  EXPECT_EQ(r.replayed_steps, 0);
+  EXPECT_NE(r.backup, "the coordinator's copy");
+  EXPECT_EQ(run.plan().stageCount(), 3);
+  std::printf("re-planned at step %lld from %s: state %.0f ms, deploy %.0f ms\n", static_cast<long long>(r.step),
+              r.backup.c_str(), r.state_ms, r.deploy_ms);
+  std::vector<control::StepResult> steps = first.steps;
+  steps.insert(steps.end(), second.steps.begin(), second.steps.end());
+  const auto expected = referenceLosses(6);
+  ASSERT_EQ(steps.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(steps[i].step, i + 1);
+    EXPECT_NEAR(steps[i].loss, expected[i], 1e-4 * std::abs(expected[i])) << "loss of step " << i + 1;
+  }
+  EXPECT_GT(std::abs(expected[5] - expected[3]), 1e-4);  // the steps after the re-plan move
 }
 
 }  // namespace

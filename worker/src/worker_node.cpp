@@ -436,7 +436,14 @@ v1::StopReply WorkerNode::stop(const v1::StopRequest& request) {
   }
   joinTrainer();
   v1::StopReply reply;
-  if (runtime) reply.set_step(runtime->step());
+  if (!runtime) return reply;
+  reply.set_step(runtime->step());
+  // The state at this boundary, for a new deployment to restore from here (every member
+  // keeps it, so a stage that stays on any member of its group moves nothing).
+  const std::string& job = runtime->layout().job;
+  if (request.keep_state() && !backups_.own(job, runtime->step())) {
+    backups_.keep(std::make_shared<const v1::StageWeights>(runtime->weights(true)));
+  }
   return reply;
 }
 

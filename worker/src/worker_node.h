@@ -54,7 +54,8 @@ class WorkerNode {
   /// steps. Throws WorkerError: FailedPrecondition before Deploy, while training or for
   /// another job; InvalidArgument for a pass out of range.
   v1::EvaluateReply evaluate(const v1::EvaluateRequest& request);
-  /// Stops training (if any) and waits for the thread; returns the step reached.
+  /// Stops training (if any) and waits for the thread; returns the step reached. With
+  /// keep_state, the stage's state at that step joins this worker's own backups.
   v1::StopReply stop(const v1::StopRequest& request);
   /// Parameters and buffers, and with `optimizer_state` the optimizer's state too.
   v1::StageWeights weights(bool optimizer_state = false);
