@@ -190,8 +190,10 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
 
 TEST(TrainingRun, AReplanRestoresTheStateWhereItIsHeldInsteadOfCollectingTheModel) {
   Fakes fakes(3);
+  RunSettings settings = quickSettings();
+  settings.backup_every = 3;
   TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
-                  stagecraft::testing::quickOptions(), quickSettings());
+                  stagecraft::testing::quickOptions(), settings);
   run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
   RunEvents events;
   events.on_step = [&](const StepResult& s) {
@@ -224,6 +226,12 @@ TEST(TrainingRun, AReplanRestoresTheStateWhereItIsHeldInsteadOfCollectingTheMode
   EXPECT_EQ(sources(0), (std::vector<std::string>{"own"}));
   EXPECT_EQ(sources(1), (std::vector<std::string>{"d0"}));
   EXPECT_EQ(sources(2), (std::vector<std::string>{"d1"}));
+  // Those copies go at the new deployment's first Start: its first backup follows its first
+  // step, then every 3.
+  const BackupSchedule schedule = fakes.servers[2]->worker().backupSchedule();
+  EXPECT_EQ(schedule.every, 3);
+  EXPECT_TRUE(schedule.due(at + 1));
+  EXPECT_TRUE(schedule.due(at + 4));
   ASSERT_EQ(result.steps.size(), 8u);
   for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
 }
