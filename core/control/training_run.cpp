@@ -105,6 +105,7 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
 
 void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights,
                           const Restore* restore) {
+  rejoin_.clear();  // a new deployment: whoever it leaves out was left out on purpose
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
   const CostModel cost = costModel(*over);
   double predicted_ms = 0;
@@ -538,6 +539,14 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
         if (checkpoint_step_ < step_) writeCheckpointNow(result);
       } else if (step_ < target && checkpointDue()) {
         takeBackup(result);
+      }
+      if (!rejoin_.empty() && !pending) {
+        // The recovery resumed where the state was and has trained a step: the devices it
+        // left out come in now, the state staying where it is but for what they need.
+        ReplanRequest join{std::nullopt, std::nullopt, RecoveryKind::Joined, rejoin_};
+        rejoin_.clear();
+        std::lock_guard lock(requests_mutex_);
+        if (step_ < target && !replan_requested_) replan_requested_ = std::move(join);  // a user's request wins
       }
       if (settings_.elastic && step_ < target && Clock::now() - last_join_check >= settings_.join_check) {
         last_join_check = Clock::now();

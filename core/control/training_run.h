@@ -60,6 +60,10 @@ struct Recovery {
   double state_ms = 0;
   double plan_ms = 0;
   double deploy_ms = 0;
+  /// Live devices that hold none of the state and that the best plan uses: the run resumed
+  /// without them (RunSettings::resume_first) and takes them in at the next step boundary
+  /// (a Joined re-plan). Comma-separated; empty when it resumed on the best plan.
+  std::string joining;
   int stages = 0;           ///< of the plan that continued
   int devices = 0;          ///< of that plan
 };
@@ -92,6 +96,12 @@ struct RunSettings {
   /// sooner, bringing its devices the state they lack included (keeping the cuts moves
   /// less and is what was tuned; a fresh plan may suit the survivors better).
   double replan_gain = 1.10;
+  /// After a loss, when the best way on must first bring some device its state (a spare
+  /// that holds none, fetching 50-100 MB over its link), resume at once on the fastest plan
+  /// that moves nothing and take the other devices in at the next step boundary, once the
+  /// run trains again (Recovery::joining; a Joined re-plan from the state where it is then).
+  /// false: deploy the best plan at once, state moves included.
+  bool resume_first = true;
   /// When set, a checkpoint (control/checkpoint.h) is written here, atomically, at a backup
   /// at least every `checkpoint_every` steps (0: at every backup), for `run --resume`.
   std::string checkpoint_dir;
@@ -366,6 +376,7 @@ class TrainingRun {
   /// The guard tripped: back to the newest backup before the diverged step, installed.
   void goBackFrom(Divergence& divergence, RunResult& result);
 
+  std::string rejoin_;          // devices a recovery resumed without, to take in next (resume_first)
   std::string rejected_joins_;  // the last set of joining devices that brought no gain
   DivergenceWatch divergence_;
   bool diverged_ = false;  // the last train() ended diverged: the workers hold backup_

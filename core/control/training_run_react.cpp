@@ -174,24 +174,30 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       // or is predicted clearly slower than a fresh plan, counting the time to bring each
       // plan's devices the state they lack and then train the steps left.
       const std::int64_t steps_left = std::max<std::int64_t>(target_ - (restore ? restore->choice.step : backup_step_), 1);
-      const auto finishMs = [&](Plan& plan, const Cluster& c) {
-        const CostModel cost = costModel(c);
-        if (!restore) return static_cast<double>(steps_left) * simulate(plan, cost).iteration_ms;
-        // Among arrangements of its stages, the one that moves the least state for its speed.
-        plan = placeNearState(std::move(plan), c, cost, restore->choice, *restore->holders, steps_left);
-        return restoreMs(plan, c, cost, restore->choice, *restore->holders) +
-               static_cast<double>(steps_left) * simulate(plan, cost).iteration_ms;
+      // Each way on: its plan, the time to bring its devices their state, and that plus the
+      // steps left.
+      struct Option {
+        Plan plan;
+        std::shared_ptr<const Cluster> over;
+        double move_ms = 0, finish_ms = 0;
+        const char* action = "replan";
       };
-      double next_ms = 0;
+      const auto priced = [&](Plan plan, std::shared_ptr<const Cluster> c, const char* action) {
+        const CostModel cost = costModel(*c);
+        Option o{std::move(plan), c, 0, 0, action};
+        if (restore) {
+          // Among arrangements of its stages, the one that moves the least state for its speed.
+          o.plan = placeNearState(std::move(o.plan), *c, cost, restore->choice, *restore->holders, steps_left);
+          o.move_ms = restoreMs(o.plan, *c, cost, restore->choice, *restore->holders);
+        }
+        o.finish_ms = o.move_ms + static_cast<double>(steps_left) * simulate(o.plan, cost).iteration_ms;
+        return o;
+      };
+      std::optional<Option> group;
       if (!kept.empty()) {
         auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
         if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-          if (validatePlan(*p, costModel(*narrowed)).empty()) {
-            next = std::move(*p);
-            next_ms = finishMs(*next, *narrowed);
-            over = narrowed;
-            rec.action = "group";
-          }
+          if (validatePlan(*p, costModel(*narrowed)).empty()) group = priced(std::move(*p), narrowed, "group");
         }
       }
       // A fresh plan over every live device, and one over only those that hold the state:
@@ -210,30 +216,47 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         }
         if (!holding.empty() && holding.size() < live.size()) candidates.push_back(std::move(holding));
       }
-      std::optional<Plan> fresh;
-      std::shared_ptr<const Cluster> fresh_over;
-      double fresh_ms = 0;
+      std::vector<Option> fresh;
       std::exception_ptr unplannable;  // why the first candidate has no plan
       for (const auto& names : candidates) {
         auto c = std::make_shared<const Cluster>(restrictCluster(*cluster_, names));
         try {
-          Plan p = planOver(*c, "cannot continue without " + rec.device);
-          const double ms = finishMs(p, *c);
-          if (!fresh || ms < fresh_ms) {
-            fresh = std::move(p);
-            fresh_over = std::move(c);
-            fresh_ms = ms;
-          }
+          fresh.push_back(priced(planOver(*c, "cannot continue without " + rec.device), c, "replan"));
         } catch (const Error&) {
           if (!unplannable) unplannable = std::current_exception();
         }
       }
-      if (!fresh && !next) std::rethrow_exception(unplannable);
-      if (fresh && (!next || fresh_ms * settings_.replan_gain < next_ms)) {
-        next = std::move(fresh);
-        over = std::move(fresh_over);
-        rec.action = "replan";
+      if (fresh.empty() && !group) std::rethrow_exception(unplannable);
+      // Keeping the cuts moves less and is what was tuned: a fresh plan must be clearly faster.
+      const Option* best = group ? &*group : nullptr;
+      for (const Option& o : fresh) {
+        if (!best || o.finish_ms * (best == &*group ? settings_.replan_gain : 1.0) < best->finish_ms) best = &o;
       }
+      // Resume first where the state is: when the best way on must first bring some device
+      // its state, for longer than a step, the run goes on at once on the fastest plan that
+      // moves nothing, and takes the other devices in at the next step boundary (a Joined
+      // re-plan, which then moves only what they need while the rest stays in place).
+      const Option* chosen = best;
+      if (settings_.resume_first && best->move_ms >= 1.0) {
+        const Option* stay = group && group->move_ms < 1.0 ? &*group : nullptr;
+        for (const Option& o : fresh) {
+          if (o.move_ms < 1.0 && (!stay || o.finish_ms < stay->finish_ms)) stay = &o;
+        }
+        if (stay && best->move_ms > stay->finish_ms / static_cast<double>(steps_left)) {
+          chosen = stay;
+          std::vector<std::string> joining;
+          for (const Stage& st : best->plan.stages) {
+            for (const DeviceShare& m : st.members) {
+              const std::string& name = best->over->device(m.device).name;
+              if (!stay->over->find(name)) joining.push_back(name);
+            }
+          }
+          rec.joining = joinNames(joining);
+        }
+      }
+      next = chosen->plan;
+      over = chosen->over;
+      rec.action = chosen->action;
     }
 
     rec.backup = restore ? restore->where : "checkpoint or deployment";
@@ -262,6 +285,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         install(*next, over, backup_ ? &*backup_ : nullptr);
       }
       phaseDone(rec.deploy_ms);
+      rejoin_ = rec.joining;  // install() forgets the last deployment's
     } catch (const WorkerError& e) {
       phaseDone(rec.deploy_ms);
       // Another device went while deploying: look again (a few times at most).

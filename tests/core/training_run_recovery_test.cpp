@@ -1,6 +1,7 @@
 // TrainingRun against in-process FakeWorkers when a device is lost: replayed from the
 // backups its neighbour holds, each step counted once; restored where the state is held or
-// fetched by the coordinator; a spare left out or brought the state by what it gains.
+// fetched by the coordinator; a spare left out or brought the state by what it gains (after
+// the run resumed without it, or before).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,10 +18,11 @@ using namespace testing_run;
 
 /// Trains 12 steps on a two-stage plan over d0, d1 (d2 spare) and loses d1 after step 6.
 RunResult trainLosingD1(Fakes& fakes, std::int64_t backup_every, std::vector<std::int64_t>& seen,
-                        std::unique_ptr<TrainingRun>& run, int width = 64) {
+                        std::unique_ptr<TrainingRun>& run, int width = 64, bool resume_first = true) {
   const ModelSpec model = stagecraft::testing::uniformLinearModel(8, width);
   RunSettings settings = quickSettings();
   settings.backup_every = backup_every;
+  settings.resume_first = resume_first;
   run = std::make_unique<TrainingRun>(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{},
                                       stagecraft::testing::quickOptions(), settings);
   run->deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
@@ -102,8 +104,9 @@ TEST(TrainingRun, WhenTheWorkersCannotRestoreWhereTheStateIsTheCoordinatorFetche
 
 /// Loses d1 as trainLosingD1 does (1024-wide layers: 4 MiB each), with the spare d2 at
 /// `gflops` behind a `mbps` link; d0 holds its own state and d1's copies, d2 nothing.
-/// Returns the recovered deployment's members, and whether any fetched state from another.
-std::vector<std::string> membersAfterLosingD1(double gflops, double mbps, bool& fetched) {
+/// Returns the last deployment's members, and whether any fetched state from another.
+std::vector<std::string> membersAfterLosingD1(double gflops, double mbps, bool& fetched, RunResult& result,
+                                              bool resume_first = true) {
   Fakes fakes(3);
   v1::Cluster proto = fakes.cluster.toProto();
   proto.mutable_devices(2)->set_gflops(gflops);
@@ -111,9 +114,9 @@ std::vector<std::string> membersAfterLosingD1(double gflops, double mbps, bool& 
   fakes.cluster = Cluster::fromProto(proto);
   std::vector<std::int64_t> seen;
   std::unique_ptr<TrainingRun> run;
-  const RunResult result = trainLosingD1(fakes, 1, seen, run, 1024);
+  result = trainLosingD1(fakes, 1, seen, run, 1024, resume_first);
   EXPECT_EQ(result.steps.size(), 12u);
-  EXPECT_EQ(result.recoveries.size(), 1u);
+  for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
   std::vector<std::string> members;
   fetched = false;
   for (const auto& a : run->deployment().assignments()) {
@@ -128,16 +131,56 @@ TEST(TrainingRun, ASpareThatHoldsNothingIsLeftOutWhenBringingItTheStateCostsMore
   // A spare a hundred times faster that a plan over the survivors would use, but its 100
   // Mbit/s link needs seconds for the 32-64 MiB of state; six steps gain milliseconds.
   bool fetched = true;
-  EXPECT_EQ(membersAfterLosingD1(10000, 100, fetched), std::vector<std::string>{"d0"});
+  RunResult result;
+  EXPECT_EQ(membersAfterLosingD1(10000, 100, fetched, result), std::vector<std::string>{"d0"});
   EXPECT_FALSE(fetched);  // d0 restores every layer from what it holds: nothing moved
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].joining, "");
 }
 
-TEST(TrainingRun, ASpareThatHoldsNothingIsBroughtTheStateWhenItGainsMore) {
-  // The same spare on a link that moves the state at once: the steps left are worth it.
+TEST(TrainingRun, ASpareThatHoldsNothingIsBroughtTheStateWhenItGainsMoreOnceTheRunResumedWithoutIt) {
+  // The same spare on a 100 Gbit/s link: the steps left are worth bringing it the state, but
+  // that takes longer than a step on d0 alone. The run first resumes on d0, which holds
+  // every stage's state, and takes d2 in at the next step boundary, d2 fetching its layers
+  // from d0's copy of that boundary.
   bool fetched = false;
-  const std::vector<std::string> members = membersAfterLosingD1(10000, 1e9, fetched);
+  RunResult result;
+  const std::vector<std::string> members = membersAfterLosingD1(10000, 1e5, fetched, result);
   EXPECT_NE(std::find(members.begin(), members.end(), "d2"), members.end()) << ::testing::PrintToString(members);
   EXPECT_TRUE(fetched);
+  ASSERT_EQ(result.recoveries.size(), 2u);
+  const Recovery& lost = result.recoveries[0];
+  EXPECT_EQ(lost.kind, RecoveryKind::Lost);
+  EXPECT_EQ(lost.device, "d1");
+  EXPECT_EQ(lost.joining, "d2");
+  EXPECT_EQ(lost.devices, 1);  // d0 alone
+  const Recovery& joined = result.recoveries[1];
+  EXPECT_EQ(joined.kind, RecoveryKind::Joined);
+  EXPECT_EQ(joined.device, "d2");
+  EXPECT_EQ(joined.replayed_steps, 0);
+  EXPECT_GT(joined.step, lost.step);  // after a step trained on d0 alone
+  EXPECT_NE(joined.backup.find("from d0"), std::string::npos) << joined.backup;
+}
+
+TEST(TrainingRun, ASpareIsBroughtTheStateAtOnceWhenThatTakesLessThanAStep) {
+  // On a link that moves the state at once there is nothing to resume first for.
+  bool fetched = false;
+  RunResult result;
+  const std::vector<std::string> members = membersAfterLosingD1(10000, 1e9, fetched, result);
+  EXPECT_NE(std::find(members.begin(), members.end(), "d2"), members.end()) << ::testing::PrintToString(members);
+  EXPECT_TRUE(fetched);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].joining, "");
+}
+
+TEST(TrainingRun, WithoutResumeFirstTheSpareIsBroughtTheStateBeforeTheFirstStep) {
+  bool fetched = false;
+  RunResult result;
+  const std::vector<std::string> members = membersAfterLosingD1(10000, 1e5, fetched, result, false);
+  EXPECT_NE(std::find(members.begin(), members.end(), "d2"), members.end()) << ::testing::PrintToString(members);
+  EXPECT_TRUE(fetched);
+  ASSERT_EQ(result.recoveries.size(), 1u);
+  EXPECT_EQ(result.recoveries[0].joining, "");
 }
 
 TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {

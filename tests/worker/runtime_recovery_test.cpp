@@ -156,8 +156,16 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
                 r.backup.c_str(), r.reason.c_str());
   }
 
-  ASSERT_EQ(result.recoveries.size(), 1u);
+  // The loss, and when the run resumed without a device that held none of the state, that
+  // device taken in at the next step boundary (nothing replayed).
+  ASSERT_GE(result.recoveries.size(), 1u);
+  ASSERT_LE(result.recoveries.size(), result.recoveries.front().joining.empty() ? 1u : 2u);
   const control::Recovery& r = result.recoveries.front();
+  if (result.recoveries.size() == 2) {
+    EXPECT_EQ(result.recoveries[1].kind, control::RecoveryKind::Joined);
+    EXPECT_EQ(result.recoveries[1].device, r.joining);
+    EXPECT_EQ(result.recoveries[1].replayed_steps, 0);
+  }
   EXPECT_EQ(r.device, workers[c.victim]->name());
   EXPECT_EQ(r.kind, control::RecoveryKind::Lost);
   EXPECT_EQ(r.action, c.action);
@@ -278,8 +286,16 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   };
   const control::RunResult result = run.train(kLagSteps, events);
   ASSERT_GT(pinned_at_kill, 0) << "no step was pinned before the run ended";
-  ASSERT_EQ(result.recoveries.size(), 1u);
+  // The loss, and when the run resumed without a device that held none of the state, that
+  // device taken in at the next step boundary (nothing replayed).
+  ASSERT_GE(result.recoveries.size(), 1u);
+  ASSERT_LE(result.recoveries.size(), result.recoveries.front().joining.empty() ? 1u : 2u);
   const control::Recovery& r = result.recoveries.front();
+  if (result.recoveries.size() == 2) {
+    EXPECT_EQ(result.recoveries[1].kind, control::RecoveryKind::Joined);
+    EXPECT_EQ(result.recoveries[1].device, r.joining);
+    EXPECT_EQ(result.recoveries[1].replayed_steps, 0);
+  }
   std::printf("pinned step %lld, w1 killed after step %lld, replayed %lld steps from step %lld (%s)\n",
               static_cast<long long>(pinned_at_kill), static_cast<long long>(r.failed_after),
               static_cast<long long>(r.replayed_steps), static_cast<long long>(r.step), r.backup.c_str());
