@@ -92,6 +92,16 @@ class MainWindowTest : public QObject {
     QVERIFY(banner->text().contains(QStringLiteral("Training diverged at step 27")));
     QVERIFY(banner->text().contains(QStringLiteral("weights of step 25")));
     QCOMPARE(banner->actionButton()->text(), QStringLiteral("Continue at learning rate 0.01"));
+
+    // Advice (a faster plan) does not cover a warning that offers the way out ...
+    Q_EMIT window.controller()->betterPlanFound(plan, cluster, 12.0, 8.0);
+    QVERIFY(banner->text().contains(QStringLiteral("Training diverged at step 27")));
+    // ... but replaces older advice, and shows once the warning is dealt with.
+    banner->dismiss();
+    Q_EMIT window.controller()->stragglerNoticed(QStringLiteral("nano-2"), 1.38, 1.3, false, plan, cluster);
+    Q_EMIT window.controller()->betterPlanFound(plan, cluster, 12.0, 8.0);
+    QVERIFY2(banner->text().contains(QStringLiteral("another plan is predicted 12.0")), qPrintable(banner->text()));
+    QCOMPARE(banner->actionButton()->text(), QStringLiteral("Re-plan"));
   }
 
   void aRefusedEditShowsInTheBannerUntilAnEditIsApplied() {

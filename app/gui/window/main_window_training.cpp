@@ -171,17 +171,23 @@ void MainWindow::connectController() {
               notice_->showNotice(tr("%1 Re-planning around it (predicted %2x faster).").arg(what).arg(gain, 0, 'f', 2));
             } else if (gain >= 1.1 && !plan.stages.empty()) {
               notice_->showNotice(tr("%1 A re-plan is predicted %2x faster.").arg(what).arg(gain, 0, 'f', 2),
-                                  tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
+                                  tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); },
+                                  NoticeBanner::Kind::Advice);
             }
           });
   connect(controller_, &TrainingController::betterPlanFound, this,
           [this](const Plan& plan, const Cluster& cluster, double predicted, double current) {
-            notice_->showNotice(tr("Calibrated from training, another plan is predicted %1 samples/s against the "
-                                   "running plan's %2 (%3x).")
-                                    .arg(predicted, 0, 'f', 1)
-                                    .arg(current, 0, 'f', 1)
-                                    .arg(predicted / current, 0, 'f', 2),
-                                tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); });
+            const QString text = tr("Calibrated from training, another plan is predicted %1 samples/s against the "
+                                    "running plan's %2 (%3x).")
+                                     .arg(predicted, 0, 'f', 1)
+                                     .arg(current, 0, 'f', 1)
+                                     .arg(predicted / current, 0, 'f', 2);
+            // A warning on screen (a missed promise with the way back) is not covered by advice.
+            if (!notice_->showNotice(
+                    text, tr("Re-plan"), [this, plan, cluster] { controller_->applyReplan(plan, cluster); },
+                    NoticeBanner::Kind::Advice)) {
+              log_->append(tr("coordinator"), LogModel::Level::Info, text);
+            }
           });
   connect(controller_, &TrainingController::promiseMissed, this,
           [this](qint64 from_step, qint64, double promised, double measured, double before, const Plan& previous,

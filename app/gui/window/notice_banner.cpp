@@ -41,8 +41,11 @@ NoticeBanner::NoticeBanner(QWidget* parent) : QFrame(parent) {
   hide();
 }
 
-bool NoticeBanner::showNotice(const QString& text, const QString& action_text, std::function<void()> action) {
-  if (action_text.isEmpty() && !isHidden() && on_action_) return false;
+bool NoticeBanner::showNotice(const QString& text, const QString& action_text, std::function<void()> action,
+                              Kind kind) {
+  const bool offering = !isHidden() && on_action_;
+  if (offering && (action_text.isEmpty() || (kind == Kind::Advice && kind_ == Kind::Warning))) return false;
+  kind_ = kind;
   label_->setText(text);
   label_->show();
   action_->setText(action_text);
