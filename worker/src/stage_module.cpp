@@ -303,7 +303,7 @@ BuiltLayer wrap(Holder holder) {
   return {impl, [impl](torch::Tensor x) { return impl->forward(std::move(x)); }};
 }
 
-BuiltLayer buildLayer(const v1::Layer& layer, std::uint64_t seed) {
+BuiltLayer buildLayer(const v1::Layer& layer, std::uint64_t seed, bool initialise) {
   const std::vector<int> in(layer.input_shape().begin(), layer.input_shape().end());
   const auto& kind = layer.kind();
   auto gen = at::detail::createCPUGenerator(seed);
@@ -323,8 +323,10 @@ BuiltLayer buildLayer(const v1::Layer& layer, std::uint64_t seed) {
     built = wrap(GlobalAvgPool());
   } else if (kind == "embedding") {
     EmbeddingLayer embedding(layer, in);
-    initModule(*embedding, gen, InitStyle::Gpt);
-    embedding->initPositions(gen);
+    if (initialise) {
+      initModule(*embedding, gen, InitStyle::Gpt);
+      embedding->initPositions(gen);
+    }
     return wrap(embedding);
   } else if (kind == "transformer_block" || kind == "lm_head") {
     built = kind == "lm_head" ? wrap(LmHead(layer, in)) : wrap(TransformerBlock(layer, in));
@@ -332,7 +334,7 @@ BuiltLayer buildLayer(const v1::Layer& layer, std::uint64_t seed) {
   } else {
     fail(layer, "no LibTorch module for this kind");
   }
-  initModule(*built.module, gen, style);
+  if (initialise) initModule(*built.module, gen, style);
   return built;
 }
 
@@ -361,7 +363,7 @@ std::vector<std::pair<std::string, torch::Tensor>> stateOf(StageModule& module) 
 
 // ---- StageModule ---------------------------------------------------------------------
 
-StageModuleImpl::StageModuleImpl(const v1::Model& model, int begin, int end, std::uint64_t seed)
+StageModuleImpl::StageModuleImpl(const v1::Model& model, int begin, int end, std::uint64_t seed, bool initialise)
     : begin_(begin), end_(end) {
   // Validates the whole chain and fills in omitted input shapes.
   const ModelSpec spec = ModelSpec::fromProto(model);
@@ -386,7 +388,7 @@ StageModuleImpl::StageModuleImpl(const v1::Model& model, int begin, int end, std
       built = {next_scripted->module, std::move(next_scripted->run)};
       ++next_scripted;
     } else {
-      built = buildLayer(spec.layer(i), layerSeed(seed, i));
+      built = buildLayer(spec.layer(i), layerSeed(seed, i), initialise);
     }
     // Named by the global index, so a tensor has the same name in every split.
     register_module(std::to_string(i), built.module);
@@ -499,14 +501,20 @@ v1::StageWeights getWeights(StageModule& module) {
 }
 
 void setWeights(StageModule& module, const v1::StageWeights& weights) {
-  if (weights.layer_begin() != module->layerBegin() || weights.layer_end() != module->layerEnd()) {
-    throw Error("weights are for layers [" + std::to_string(weights.layer_begin()) + ", " +
-                std::to_string(weights.layer_end()) + "), the stage holds [" + std::to_string(module->layerBegin()) +
-                ", " + std::to_string(module->layerEnd()) + ")");
+  std::vector<const v1::Tensor*> tensors;
+  for (const auto& t : weights.tensors()) tensors.push_back(&t);
+  setWeights(module, weights.layer_begin(), weights.layer_end(), tensors);
+}
+
+void setWeights(StageModule& module, int layer_begin, int layer_end, std::span<const v1::Tensor* const> tensors) {
+  if (layer_begin != module->layerBegin() || layer_end != module->layerEnd()) {
+    throw Error("weights are for layers [" + std::to_string(layer_begin) + ", " + std::to_string(layer_end) +
+                "), the stage holds [" + std::to_string(module->layerBegin()) + ", " +
+                std::to_string(module->layerEnd()) + ")");
   }
   std::map<std::string, const v1::Tensor*> given;
-  for (const auto& t : weights.tensors()) {
-    if (!given.emplace(t.name(), &t).second) throw Error("weights hold " + tensorLabel(t.name()) + " twice");
+  for (const v1::Tensor* t : tensors) {
+    if (!given.emplace(t->name(), t).second) throw Error("weights hold " + tensorLabel(t->name()) + " twice");
   }
   const auto state = stateOf(module);
   // Check everything before changing anything, so a bad message leaves the stage intact.

@@ -470,7 +470,9 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
   d.step = assignment.start_step();
   d.backup = {assignment.backup_every(), assignment.start_step()};
   d.backup_to = assignment.backup_to();
-  d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed());
+  // Weights given (a re-plan's, a recovery's) replace every tensor: no seeded pass first.
+  d.module = StageModule(d.model, d.layout.layer_begin, d.layout.layer_end, assignment.seed(),
+                         !assignment.has_weights());
   d.optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
   if (assignment.has_weights()) setWeights(assignment.weights());
   d.step = assignment.start_step();
@@ -579,20 +581,12 @@ void StageRuntime::setWeights(const v1::StageWeights& weights) {
   Impl& d = *impl_;
   std::lock_guard lock(d.module_mutex);
   d.finishBackupCopy();
-  v1::StageWeights module_weights = weights;
-  module_weights.clear_tensors();
-  std::vector<const v1::Tensor*> optimizer_state;
-  for (const auto& t : weights.tensors()) {
-    if (isOptimizerStateName(t.name())) {
-      optimizer_state.push_back(&t);
-    } else {
-      *module_weights.add_tensors() = t;
-    }
-  }
+  std::vector<const v1::Tensor*> module_weights, optimizer_state;  // into `weights`: nothing copied twice
+  for (const auto& t : weights.tensors()) (isOptimizerStateName(t.name()) ? optimizer_state : module_weights).push_back(&t);
   // The optimizer state is checked (on a fresh optimizer) before the module changes.
   auto optimizer = makeOptimizer(d.module->parameters(), d.optimizer_config);
   setOptimizerState(*optimizer, d.module, optimizer_state);
-  stagecraft::worker::setWeights(d.module, module_weights);
+  stagecraft::worker::setWeights(d.module, weights.layer_begin(), weights.layer_end(), module_weights);
   d.optimizer = std::move(optimizer);
   d.step = weights.step();
 }

@@ -23,7 +23,10 @@ namespace stagecraft::worker {
 /// as the whole model in one process. Throws stagecraft::Error for a bad range or layer.
 class StageModuleImpl : public torch::nn::Module {
  public:
-  StageModuleImpl(const v1::Model& model, int begin, int end, std::uint64_t seed);
+  /// `initialise` false: the layers keep LibTorch's own initialisation, for a stage whose
+  /// every tensor is set right after (setWeights), which then skips a pass of the random
+  /// generator over every weight.
+  StageModuleImpl(const v1::Model& model, int begin, int end, std::uint64_t seed, bool initialise = true);
   torch::Tensor forward(torch::Tensor x);
   /// Runs only local layer `i` (0-based within the stage); for profiling.
   torch::Tensor forwardLayer(int i, torch::Tensor x);
@@ -101,6 +104,9 @@ torch::Tensor fromProto(v1::Tensor&& tensor);
 v1::StageWeights getWeights(StageModule& module);
 /// Throws stagecraft::Error when names, shapes or the layer range do not match.
 void setWeights(StageModule& module, const v1::StageWeights& weights);
+/// The same from `tensors` of layers [layer_begin, layer_end) (pointers into a message the
+/// caller keeps), so a caller that sorts a message's tensors copies none of them.
+void setWeights(StageModule& module, int layer_begin, int layer_end, std::span<const v1::Tensor* const> tensors);
 
 /// Whether a StageWeights tensor name is optimizer state ("<parameter>#<state>").
 bool isOptimizerStateName(const std::string& name);
