@@ -7,11 +7,14 @@
 // group) one run is SIGKILLed at a fixed step:
 // - recovery: kill -> the first step completed afterwards (TrainingRun recovers by itself),
 //   and "caught up": kill -> the step after the kill completed, once the replay is done;
+//   when the run resumed first on the devices holding the state (RunSettings::resume_first)
+//   and took a spare in at the next step boundary, "all in": kill -> the first step of that
+//   plan;
 // - restart: what a run without recovery does, in the same session: write the last backup
 //   to disk, stop every worker, start the survivors' workers again, read the checkpoint,
 //   plan over the survivors, deploy, and train to the first completed step;
-// - after/fresh: the recovered run's steps per second against a fresh plan over the
-//   survivors (the restart's, trained for the same steps);
+// - after/fresh: the recovered run's steps per second on its last plan against a fresh
+//   plan over the survivors (the restart's, trained for the same steps);
 // - backup overhead, side by side on the same workers and plan: the step time with backups
 //   every K steps (default 1; each stage keeps its state and sends it to a neighbour) over
 //   the step time without, in alternating rounds; and the share of a step the copies held
@@ -83,6 +86,7 @@ double meanStepMs(const std::vector<control::StepResult>& steps, size_t skip) {
 struct Outcome {
   double recovery_ms = 0;  // kill -> the first step completed afterwards
   double caught_up_ms = 0;  // kill -> the step after the kill completed (the replay done)
+  double all_in_ms = 0;     // kill -> the first step with the devices taken in after (0: none)
   double restart_ms = 0;
   double after_ms = 0;  // per step, recovered plan
   double fresh_ms = 0;  // per step, fresh plan over the survivors
@@ -90,6 +94,7 @@ struct Outcome {
   std::int64_t replayed = 0;
   std::string action;
   control::Recovery phases;  // where the recovery's time went
+  control::Recovery joined;  // the re-plan that took the devices left out in (resume_first)
   std::int64_t every = 0;    // steps between backups when the device was killed
 };
 
@@ -160,7 +165,14 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
       out.caught_up_ms = msSince(killed);
     }
   };
+  std::int64_t last_plan_from = 0;  // the step the last deployment started at
   events.on_recovery = [&](const control::Recovery& r) {
+    last_plan_from = r.step;
+    if (r.kind == control::RecoveryKind::Joined) {
+      out.all_in_ms = msSince(killed);
+      out.joined = r;
+      return;
+    }
     out.recovery_ms = msSince(killed);
     out.action = r.action;
     out.replayed = r.replayed_steps;
@@ -168,10 +180,10 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   };
   const control::RunResult result = run.train(steps, events);
   out.backup_share = result.backup_share;
-  // Steps after the recovery's first (which warms the new stages up).
+  // Steps of the last plan after its first (which warms the new stages up).
   std::vector<control::StepResult> after;
   for (const auto& s : result.steps) {
-    if (s.step > kill_after + 1) after.push_back(s);
+    if (s.step > last_plan_from + 1) after.push_back(s);
   }
   out.after_ms = meanStepMs(after, 0);
   if (std::getenv("STAGECRAFT_BENCH_VERBOSE")) {
@@ -363,14 +375,14 @@ int main(int argc, char** argv) {
     std::printf("Backup overhead: failed: %s\n\n", e.what());
     ok = false;
   }
-  std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | all in (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) | taken in: state + deploy (ms) |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
   for (const Role& role : roles) {
     Outcome o;
     try {
       o = measure(role, model, batch, steps, backup_every, local_options, dir);
     } catch (const std::exception& e) {
-      std::printf("| %s | failed: %s | | | | | | | | | |\n", role.name, e.what());
+      std::printf("| %s | failed: %s | | | | | | | | | | | |\n", role.name, e.what());
       ok = false;
       continue;
     }
@@ -379,12 +391,17 @@ int main(int argc, char** argv) {
     // Kill to noticing it, then the recovery's phases up to the first step completed.
     const control::Recovery& r = o.phases;
     const double before_step = r.probe_ms + r.state_ms + r.plan_ms + r.deploy_ms;
-    std::printf("| %s | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f%% | %.0f + %.0f + %.0f + %.0f + %.0f + %.0f |\n",
+    char all_in[32] = "-", taken_in[64] = "-";
+    if (o.all_in_ms > 0) {
+      std::snprintf(all_in, sizeof all_in, "%.2f", o.all_in_ms / 1000);
+      std::snprintf(taken_in, sizeof taken_in, "%s: %.0f + %.0f", o.joined.device.c_str(), o.joined.state_ms,
+                    o.joined.deploy_ms);
+    }
+    std::printf("| %s | %s | %lld | %lld | %.2f | %.2f | %s | %.2f | %.1f | %.2f | %.1f%% | %.0f + %.0f + %.0f + %.0f + %.0f + %.0f | %s |\n",
                 role.name, o.action.c_str(), static_cast<long long>(o.every), static_cast<long long>(o.replayed),
-                o.recovery_ms / 1000,
-                o.caught_up_ms / 1000, o.restart_ms / 1000, ratio, after, o.backup_share * 100,
-                o.recovery_ms - r.recovered_ms, r.probe_ms, r.state_ms, r.plan_ms, r.deploy_ms,
-                r.recovered_ms - before_step);
+                o.recovery_ms / 1000, o.caught_up_ms / 1000, all_in, o.restart_ms / 1000, ratio, after,
+                o.backup_share * 100, o.recovery_ms - r.recovered_ms, r.probe_ms, r.state_ms, r.plan_ms,
+                r.deploy_ms, r.recovered_ms - before_step, taken_in);
     const bool met = o.recovery_ms < 3000 && ratio >= 15 && after >= 0.9;
     char line[200];
     std::snprintf(line, sizeof line, "goal %s: recovery < 3 s, >= 15x restart, >= 0.9 of fresh: %s", role.name,

@@ -182,22 +182,25 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         double move_ms = 0, finish_ms = 0;
         const char* action = "replan";
       };
-      const auto priced = [&](Plan plan, std::shared_ptr<const Cluster> c, const char* action) {
+      const auto priced = [&](Plan plan, std::shared_ptr<const Cluster> c, const char* action, bool arrange = true) {
         const CostModel cost = costModel(*c);
         Option o{std::move(plan), c, 0, 0, action};
         if (restore) {
           // Among arrangements of its stages, the one that moves the least state for its speed.
-          o.plan = placeNearState(std::move(o.plan), *c, cost, restore->choice, *restore->holders, steps_left);
+          if (arrange) o.plan = placeNearState(std::move(o.plan), *c, cost, restore->choice, *restore->holders, steps_left);
           o.move_ms = restoreMs(o.plan, *c, cost, restore->choice, *restore->holders);
         }
         o.finish_ms = o.move_ms + static_cast<double>(steps_left) * simulate(o.plan, cost).iteration_ms;
         return o;
       };
-      std::optional<Option> group;
+      std::optional<Option> group, group_in_place;  // the latter with every stage where it was
       if (!kept.empty()) {
         auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
         if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-          if (validatePlan(*p, costModel(*narrowed)).empty()) group = priced(std::move(*p), narrowed, "group");
+          if (validatePlan(*p, costModel(*narrowed)).empty()) {
+            group_in_place = priced(*p, narrowed, "group", false);
+            group = priced(std::move(*p), narrowed, "group");
+          }
         }
       }
       // A fresh plan over every live device, and one over only those that hold the state:
@@ -238,7 +241,10 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       // re-plan, which then moves only what they need while the rest stays in place).
       const Option* chosen = best;
       if (settings_.resume_first && best->move_ms >= 1.0) {
-        const Option* stay = group && group->move_ms < 1.0 ? &*group : nullptr;
+        const Option* stay = nullptr;
+        for (const Option* o : {group ? &*group : nullptr, group_in_place ? &*group_in_place : nullptr}) {
+          if (o && o->move_ms < 1.0 && (!stay || o->finish_ms < stay->finish_ms)) stay = o;
+        }
         for (const Option& o : fresh) {
           if (o.move_ms < 1.0 && (!stay || o.finish_ms < stay->finish_ms)) stay = &o;
         }
