@@ -191,7 +191,9 @@ TEST(TrainingRun, StopAndReplanRequestsLandOnAStepBoundary) {
 TEST(TrainingRun, AReplanRestoresTheStateWhereItIsHeldInsteadOfCollectingTheModel) {
   Fakes fakes(3);
   RunSettings settings = quickSettings();
-  settings.backup_every = 3;
+  // No regular backup within the run's 8 steps (one at the boundary would be restored
+  // instead): the state at the boundary is the one each member keeps.
+  settings.backup_every = 9;
   TrainingRun run(fakes.cluster, stagecraft::testing::uniformLinearModel(8, 64), Optimizer::Sgd, {},
                   stagecraft::testing::quickOptions(), settings);
   run.deploy(planOver({{0, 4, {{0, 4}}}, {4, 8, {{1, 4}}}}));
@@ -227,11 +229,12 @@ TEST(TrainingRun, AReplanRestoresTheStateWhereItIsHeldInsteadOfCollectingTheMode
   EXPECT_EQ(sources(1), (std::vector<std::string>{"d0"}));
   EXPECT_EQ(sources(2), (std::vector<std::string>{"d1"}));
   // Those copies go at the new deployment's first Start: its first backup follows its first
-  // step, then every 3.
+  // step, then every 9.
   const BackupSchedule schedule = fakes.servers[2]->worker().backupSchedule();
-  EXPECT_EQ(schedule.every, 3);
+  EXPECT_EQ(schedule.every, 9);
   EXPECT_TRUE(schedule.due(at + 1));
-  EXPECT_TRUE(schedule.due(at + 4));
+  EXPECT_FALSE(schedule.due(at + 2));
+  EXPECT_TRUE(schedule.due(at + 10));
   ASSERT_EQ(result.steps.size(), 8u);
   for (size_t i = 0; i < result.steps.size(); ++i) EXPECT_EQ(result.steps[i].step, static_cast<std::int64_t>(i + 1));
 }
