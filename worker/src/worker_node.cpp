@@ -230,6 +230,15 @@ void WorkerNode::joinTrainer() {
 
 v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   std::lock_guard control(control_mutex_);
+  // Where a deployment's time goes, for its log line: a recovery waits for all of it.
+  using Clock = std::chrono::steady_clock;
+  auto phase = Clock::now();
+  const auto lap = [&phase] {
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - phase).count();
+    phase = now;
+    return std::to_string(static_cast<long long>(ms + 0.5)) + " ms";
+  };
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::Training) {
@@ -262,7 +271,9 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
         std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000)));
   }
   const v1::StageAssignment& assignment = confined ? *confined : given;
+  const std::string state_time = lap();
   joinTrainer();
+  const std::string stop_time = lap();
   {
     // The old stage (and its group's store) goes first: the new one may reuse its ports.
     std::lock_guard lock(mutex_);
@@ -311,13 +322,17 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
                               "), rank " + std::to_string(layout.rank) + " of " + std::to_string(layout.group_size) +
                               ", " + std::to_string(layout.samples) + " samples per micro-batch";
   auto runtime = std::make_shared<StageRuntime>(assignment, std::move(layout), env);
+  const std::string build_time = lap();
   {
     std::lock_guard lock(mutex_);
     runtime_ = std::move(runtime);
     state_ = State::Deployed;
     job_ = assignment.job();
   }
-  hub_.log(assignment.job(), summary);
+  const std::string line =
+      summary + " (state " + state_time + ", the last job's end " + stop_time + ", building " + build_time + ")";
+  hub_.log(assignment.job(), line);
+  std::fprintf(stderr, "stagecraft-worker: %s\n", line.c_str());
   return reply;
 }
 
