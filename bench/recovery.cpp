@@ -138,6 +138,12 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   Clock::time_point killed{};
   control::RunEvents events;
   const bool verbose = std::getenv("STAGECRAFT_BENCH_VERBOSE") != nullptr;
+  if (verbose) {
+    events.on_log = [&](const std::string& worker, const std::string& text) {
+      if (killed == Clock::time_point{} && text.find("recovery options") == std::string::npos) return;
+      std::fprintf(stderr, "%.0f ms after the kill, %s: %s\n", msSince(killed), worker.c_str(), text.c_str());
+    };
+  }
   events.on_step = [&](const control::StepResult& s) {
     if (verbose && killed == Clock::time_point{}) {
       std::fprintf(stderr, "step %lld: backups every %lld, step held twice %lld, to ship %lld\n",
@@ -168,7 +174,8 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
   std::int64_t last_plan_from = 0;  // the step the last deployment started at
   events.on_recovery = [&](const control::Recovery& r) {
     last_plan_from = r.step;
-    if (r.kind == control::RecoveryKind::Joined) {
+    // The recovery, then the re-plan it put off (a Joined one when it takes devices in).
+    if (r.kind == control::RecoveryKind::Joined || out.recovery_ms > 0) {
       out.all_in_ms = msSince(killed);
       out.joined = r;
       return;
@@ -179,6 +186,15 @@ Outcome measure(const Role& role, const ModelSpec& model, int batch, std::int64_
     out.phases = r;
   };
   const control::RunResult result = run.train(steps, events);
+  if (verbose) {
+    // Where each deployment's time went, from the workers' logs.
+    for (const auto& w : local.state().workers()) {
+      std::ifstream log(w.log_path());
+      for (std::string line; std::getline(log, line);) {
+        if (line.find("deployed job") != std::string::npos) std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    }
+  }
   out.backup_share = result.backup_share;
   // Steps of the last plan after its first (which warms the new stages up).
   std::vector<control::StepResult> after;

@@ -162,6 +162,115 @@ Plan placeNearState(Plan plan, const Cluster& over, const CostModel& cost, const
   return best;
 }
 
+std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, const CostModel& cost,
+                                    const BackupChoice& choice, const Cluster& holders) {
+  constexpr int kMostStages = 10;
+  constexpr int kMostPlans = 4096;  // plans simulated at most
+  const int n = static_cast<int>(choice.stages.size());
+  const int micro = shape.microBatchSize();
+  if (n == 0 || n > kMostStages || micro <= 0) return std::nullopt;
+  // The chosen states in layer order, which must tile the model, and per state the devices
+  // of `over` holding it (sorted, for intersections).
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  const auto ref = [&](int i) -> const v1::BackupRef& { return choice.stages[order[i]].second; };
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return choice.stages[a].second.layer_begin() < choice.stages[b].second.layer_begin();
+  });
+  std::vector<std::vector<int>> held_by(n);
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && ref(i).layer_begin() != ref(i - 1).layer_end()) return std::nullopt;
+    for (const int h : choice.holders[order[i]]) {
+      if (const auto d = over.find(holders.device(h).name)) held_by[i].push_back(*d);
+    }
+    std::sort(held_by[i].begin(), held_by[i].end());
+  }
+
+  std::optional<Plan> best;
+  double best_ms = 0;
+  int tried = 0;
+  Plan plan = shape;
+  plan.cluster = over.name();
+  // Each micro-batch split over a run's members in proportion to their speed on its layers.
+  const auto shares = [&](const std::vector<int>& devices, int begin, int end) {
+    std::vector<DeviceShare> members;
+    double speed = 0;
+    for (const int d : devices) speed += 1.0 / std::max(cost.forwardMs(d, begin, end, micro), 1e-9);
+    int given = 0;
+    for (const int d : devices) {
+      const double part = micro / std::max(cost.forwardMs(d, begin, end, micro), 1e-9) / speed;
+      members.push_back({d, static_cast<int>(part)});
+      given += members.back().samples;
+    }
+    for (int k = 0; given < micro; ++k, ++given) members[k % members.size()].samples += 1;
+    std::erase_if(members, [](const DeviceShare& m) { return m.samples == 0; });
+    return members;
+  };
+  // Every way to cut the states into runs; for each, every choice of distinct holders.
+  for (std::uint32_t cuts = 0; cuts < (1u << (n - 1)) && tried < kMostPlans; ++cuts) {
+    std::vector<std::pair<int, int>> runs;  // [first, last] state of each run
+    for (int i = 0; i < n; ++i) {
+      if (i == 0 || (cuts >> (i - 1)) & 1u) {
+        runs.emplace_back(i, i);
+      } else {
+        runs.back().second = i;
+      }
+    }
+    std::vector<std::vector<int>> eligible;
+    for (const auto& [first, last] : runs) {
+      std::vector<int> both = held_by[first];
+      for (int i = first + 1; i <= last; ++i) {
+        std::vector<int> next;
+        std::set_intersection(both.begin(), both.end(), held_by[i].begin(), held_by[i].end(), std::back_inserter(next));
+        both = std::move(next);
+      }
+      if (both.empty()) break;
+      eligible.push_back(std::move(both));
+    }
+    if (eligible.size() != runs.size()) continue;
+    plan.stages.assign(runs.size(), Stage{});
+    std::set<int> taken;
+    const auto place = [&](const auto& self, std::size_t r) -> void {
+      if (tried >= kMostPlans) return;
+      if (r == runs.size()) {
+        ++tried;
+        try {
+          if (!validatePlan(plan, cost).empty()) return;
+          const double ms = simulate(plan, cost).iteration_ms;
+          if (!best || ms < best_ms) {
+            best = plan;
+            best_ms = ms;
+          }
+        } catch (const std::exception&) {
+          // A plan the simulator cannot run is no plan to resume on.
+        }
+        return;
+      }
+      std::vector<int> free;
+      for (const int d : eligible[r]) {
+        if (!taken.count(d)) free.push_back(d);
+      }
+      // Every non-empty set of the free holders (a handful: a state's own device and its copies').
+      const int k = std::min<int>(static_cast<int>(free.size()), 6);
+      for (std::uint32_t pick = 1; pick < (1u << k); ++pick) {
+        std::vector<int> devices;
+        for (int i = 0; i < k; ++i) {
+          if ((pick >> i) & 1u) devices.push_back(free[i]);
+        }
+        Stage& stage = plan.stages[r];
+        stage.layer_begin = ref(runs[r].first).layer_begin();
+        stage.layer_end = ref(runs[r].second).layer_end();
+        stage.members = shares(devices, stage.layer_begin, stage.layer_end);
+        for (const int d : devices) taken.insert(d);
+        self(self, r + 1);
+        for (const int d : devices) taken.erase(d);
+      }
+    };
+    place(place, 0);
+  }
+  return best;
+}
+
 std::string describeBackups(const BackupChoice& choice, const Cluster& holders) {
   std::string where;
   for (const auto& [device, ref] : choice.stages) {

@@ -65,6 +65,14 @@ double restoreMs(const Plan& plan, const Cluster& over, const CostModel& cost, c
 Plan placeNearState(Plan plan, const Cluster& over, const CostModel& cost, const BackupChoice& choice,
                     const Cluster& holders, std::int64_t steps);
 
+/// The fastest plan (simulated under `cost`, over `over`) that moves no state: its stages
+/// are runs of `choice`'s layer ranges, each on devices of `over` that hold every state of
+/// its run (matched to `holders` by name), its members splitting each micro-batch by speed.
+/// Batch, micro-batches, schedule and the rest come from `shape`. nullopt when no such plan
+/// fits, or `choice` has more than 10 stages.
+std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, const CostModel& cost,
+                                    const BackupChoice& choice, const Cluster& holders);
+
 /// "layers [0, 3) from w0, layers [3, 8) from w2 (a copy from w1)": where each stage's
 /// state of `choice` is held (`holders`: the cluster its devices are of).
 std::string describeBackups(const BackupChoice& choice, const Cluster& holders);

@@ -105,7 +105,7 @@ void TrainingRun::deploy(const Plan& plan, const Cluster& over, const ModelWeigh
 
 void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const ModelWeights* weights,
                           const Restore* restore) {
-  rejoin_.clear();  // a new deployment: whoever it leaves out was left out on purpose
+  follow_up_.reset();  // a new deployment: whoever it leaves out was left out on purpose
   auto coordinator = std::make_unique<Coordinator>(*over, coordinator_options_);
   const CostModel cost = costModel(*over);
   double predicted_ms = 0;
@@ -540,13 +540,14 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
       } else if (step_ < target && checkpointDue()) {
         takeBackup(result);
       }
-      if (!rejoin_.empty() && !pending) {
-        // The recovery resumed where the state was and has trained a step: the devices it
-        // left out come in now, the state staying where it is but for what they need.
-        ReplanRequest join{std::nullopt, std::nullopt, RecoveryKind::Joined, rejoin_};
-        rejoin_.clear();
+      if (follow_up_ && !pending) {
+        // The recovery resumed where the state was and has trained a step: the plan it put
+        // off comes now (the devices it left out taken in), the state staying where it is
+        // but for what the new plan needs.
+        ReplanRequest follow_up = std::move(*follow_up_);
+        follow_up_.reset();
         std::lock_guard lock(requests_mutex_);
-        if (step_ < target && !replan_requested_) replan_requested_ = std::move(join);  // a user's request wins
+        if (step_ < target && !replan_requested_) replan_requested_ = std::move(follow_up);  // a user's request wins
       }
       if (settings_.elastic && step_ < target && Clock::now() - last_join_check >= settings_.join_check) {
         last_join_check = Clock::now();

@@ -376,7 +376,7 @@ class TrainingRun {
   /// The guard tripped: back to the newest backup before the diverged step, installed.
   void goBackFrom(Divergence& divergence, RunResult& result);
 
-  std::string rejoin_;          // devices a recovery resumed without, to take in next (resume_first)
+  std::optional<ReplanRequest> follow_up_;  // the re-plan a recovery put off (resume_first)
   std::string rejected_joins_;  // the last set of joining devices that brought no gain
   DivergenceWatch divergence_;
   bool diverged_ = false;  // the last train() ended diverged: the workers hold backup_

@@ -17,6 +17,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// "[0,5) d1 | [5,8) d2 d3": a plan's stages and their members, for a log line.
+std::string layoutText(const Plan& plan, const Cluster& over) {
+  std::string text;
+  for (const Stage& s : plan.stages) {
+    text += (text.empty() ? "[" : " | [") + std::to_string(s.layer_begin) + "," + std::to_string(s.layer_end) + ")";
+    for (const DeviceShare& m : s.members) text += " " + over.device(m.device).name;
+  }
+  return text;
+}
+
 }  // namespace
 
 bool TrainingRun::clearOfBackups(std::int64_t step) const {
@@ -147,6 +157,10 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
     // The newest state every stage still has, left on the workers that hold it: each new
     // member takes what it lacks straight from them.
     std::optional<Restore> restore;
+    // The re-plan at the next step boundary when the run resumes on a plan that moves
+    // nothing rather than the best one (RunSettings::resume_first).
+    std::optional<ReplanRequest> follow_up;
+    rec.joining.clear();
     if (lost.empty()) {
       // Every device answers. A member that timed out and answers again was only slow (a
       // stall shorter than the probe): stop what it still runs and replay on the same plan.
@@ -193,13 +207,24 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         o.finish_ms = o.move_ms + static_cast<double>(steps_left) * simulate(o.plan, cost).iteration_ms;
         return o;
       };
-      std::optional<Option> group, group_in_place;  // the latter with every stage where it was
+      // Every way on, the group rung's first: the lost members' group keeping its cuts, as
+      // arranged near the state and with every stage where it was; the fastest plan that moves
+      // no state at all (the held states' boundaries on devices that hold them); fresh plans.
+      std::vector<Option> options;
+      std::size_t keeping_cuts = 0;  // the first options, which keep the cuts
       if (!kept.empty()) {
         auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
         if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
           if (validatePlan(*p, costModel(*narrowed)).empty()) {
-            group_in_place = priced(*p, narrowed, "group", false);
-            group = priced(std::move(*p), narrowed, "group");
+            options.push_back(priced(*p, narrowed, "group", false));
+            options.push_back(priced(std::move(*p), narrowed, "group"));
+            keeping_cuts = options.size();
+          }
+        }
+        if (restore) {
+          if (auto p = planOnHeldState(deployed_->plan, *narrowed, costModel(*narrowed), restore->choice,
+                                       *restore->holders)) {
+            options.push_back(priced(std::move(*p), narrowed, "replan", false));
           }
         }
       }
@@ -219,50 +244,74 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         }
         if (!holding.empty() && holding.size() < live.size()) candidates.push_back(std::move(holding));
       }
-      std::vector<Option> fresh;
       std::exception_ptr unplannable;  // why the first candidate has no plan
       for (const auto& names : candidates) {
         auto c = std::make_shared<const Cluster>(restrictCluster(*cluster_, names));
         try {
-          fresh.push_back(priced(planOver(*c, "cannot continue without " + rec.device), c, "replan"));
+          options.push_back(priced(planOver(*c, "cannot continue without " + rec.device), c, "replan"));
         } catch (const Error&) {
           if (!unplannable) unplannable = std::current_exception();
         }
       }
-      if (fresh.empty() && !group) std::rethrow_exception(unplannable);
-      // Keeping the cuts moves less and is what was tuned: a fresh plan must be clearly faster.
-      const Option* best = group ? &*group : nullptr;
-      for (const Option& o : fresh) {
-        if (!best || o.finish_ms * (best == &*group ? settings_.replan_gain : 1.0) < best->finish_ms) best = &o;
+      if (options.empty()) std::rethrow_exception(unplannable);
+      // Keeping the cuts moves less and is what was tuned: another plan must be clearly faster.
+      const auto weighed = [&](std::size_t i) {
+        return options[i].finish_ms * (i < keeping_cuts ? 1.0 : settings_.replan_gain);
+      };
+      std::size_t best = 0;
+      for (std::size_t i = 1; i < options.size(); ++i) {
+        if (weighed(i) < weighed(best)) best = i;
       }
       // Resume first where the state is: when the best way on must first bring some device
       // its state, for longer than a step, the run goes on at once on the fastest plan that
-      // moves nothing, and takes the other devices in at the next step boundary (a Joined
-      // re-plan, which then moves only what they need while the rest stays in place).
-      const Option* chosen = best;
-      if (settings_.resume_first && best->move_ms >= 1.0) {
-        const Option* stay = nullptr;
-        for (const Option* o : {group ? &*group : nullptr, group_in_place ? &*group_in_place : nullptr}) {
-          if (o && o->move_ms < 1.0 && (!stay || o->finish_ms < stay->finish_ms)) stay = o;
+      // moves nothing, and is re-planned at the next step boundary (a Joined re-plan when it
+      // takes devices in, which moves only what they need while the rest stays in place).
+      std::size_t chosen = best;
+      if (settings_.resume_first && options[best].move_ms >= 1.0) {
+        std::optional<std::size_t> stay;
+        for (std::size_t i = 0; i < options.size(); ++i) {
+          if (options[i].move_ms < 1.0 && (!stay || options[i].finish_ms < options[*stay].finish_ms)) stay = i;
         }
-        for (const Option& o : fresh) {
-          if (o.move_ms < 1.0 && (!stay || o.finish_ms < stay->finish_ms)) stay = &o;
-        }
-        if (stay && best->move_ms > stay->finish_ms / static_cast<double>(steps_left)) {
-          chosen = stay;
-          std::vector<std::string> joining;
-          for (const Stage& st : best->plan.stages) {
-            for (const DeviceShare& m : st.members) {
-              const std::string& name = best->over->device(m.device).name;
-              if (!stay->over->find(name)) joining.push_back(name);
+        const double stay_step_ms = stay ? options[*stay].finish_ms / static_cast<double>(steps_left) : 0;
+        if (stay && options[best].move_ms > stay_step_ms) {
+          chosen = *stay;
+          const auto used = [](const Option& o) {
+            std::vector<std::string> names;
+            for (const Stage& st : o.plan.stages) {
+              for (const DeviceShare& m : st.members) names.push_back(o.over->device(m.device).name);
             }
+            return names;
+          };
+          const std::vector<std::string> staying = used(options[*stay]);
+          std::vector<std::string> joining;
+          for (const std::string& name : used(options[best])) {
+            if (std::find(staying.begin(), staying.end(), name) == staying.end()) joining.push_back(name);
           }
           rec.joining = joinNames(joining);
+          // Nobody joins when the best plan only cuts the same devices differently: the
+          // re-plan completes this recovery. (A group that could only be arranged better
+          // stays as it is: its cuts are what was tuned.)
+          if (!joining.empty()) {
+            follow_up = ReplanRequest{std::nullopt, std::nullopt, RecoveryKind::Joined, rec.joining, std::nullopt};
+          } else if (best >= keeping_cuts) {
+            follow_up = ReplanRequest{std::nullopt, std::nullopt, rec.kind, rec.device, std::nullopt};
+          }
         }
       }
-      next = chosen->plan;
-      over = chosen->over;
-      rec.action = chosen->action;
+      if (events.on_log) {
+        // What was weighed, for whoever wonders why the run went on as it did.
+        std::string weighed_text = "recovery options (predicted state move + steps left):";
+        for (std::size_t i = 0; i < options.size(); ++i) {
+          const Option& o = options[i];
+          weighed_text += std::string(i == chosen ? " [chosen] " : i == best ? " [best] " : " ") + o.action + " " +
+                          layoutText(o.plan, *o.over) + " " + std::to_string(static_cast<long long>(o.move_ms)) +
+                          " + " + std::to_string(static_cast<long long>(o.finish_ms - o.move_ms)) + " ms;";
+        }
+        events.on_log("coordinator", weighed_text);
+      }
+      next = options[chosen].plan;
+      over = options[chosen].over;
+      rec.action = options[chosen].action;
     }
 
     rec.backup = restore ? restore->where : "checkpoint or deployment";
@@ -291,7 +340,7 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         install(*next, over, backup_ ? &*backup_ : nullptr);
       }
       phaseDone(rec.deploy_ms);
-      rejoin_ = rec.joining;  // install() forgets the last deployment's
+      follow_up_ = std::move(follow_up);  // install() forgets the last deployment's
     } catch (const WorkerError& e) {
       phaseDone(rec.deploy_ms);
       // Another device went while deploying: look again (a few times at most).

@@ -1,11 +1,14 @@
 // Choosing the step a run replays from: the newest one every stage still has somewhere.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "control/backup_schedule.h"
 #include "control/backups.h"
+#include "plan/validation.h"
 #include "sim/simulator.h"
 #include "test_fixtures.h"
 
@@ -146,6 +149,71 @@ TEST(PlaceNearState, TheStagesGoWhereTheirStateIsHeldAndOnlyTheRestMoves) {
 }
 
 }  // namespace
+/// The plan on held state over the devices named in `live` of four equal devices, from
+/// what each holds; `moved_ms` is what bringing its members their state would take.
+std::optional<Plan> heldPlan(const std::vector<std::vector<v1::BackupRef>>& held, const std::vector<std::string>& live,
+                             double& moved_ms, std::vector<std::string>& layout) {
+  const Cluster all = stagecraft::testing::makeCluster({50, 50, 50, 50}, 1e6, 1000, 0.1);
+  const auto choice = chooseBackups(std::vector<std::pair<int, int>>{{0, 2}, {2, 5}, {5, 8}}, held, 100);
+  if (!choice) return std::nullopt;
+  const Cluster over = restrictCluster(all, live);
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 256);
+  const CostModel cost(model, over);
+  Plan shape;
+  shape.model = "uniform";
+  shape.batch_size = 32;
+  shape.microbatches = 4;
+  std::optional<Plan> plan = planOnHeldState(shape, over, cost, *choice, all);
+  if (!plan) return plan;
+  EXPECT_TRUE(validatePlan(*plan, cost).empty());
+  moved_ms = restoreMs(*plan, over, cost, *choice, all);
+  layout.clear();
+  for (const Stage& s : plan->stages) {
+    std::string stage = "[" + std::to_string(s.layer_begin) + "," + std::to_string(s.layer_end) + ")";
+    for (const DeviceShare& m : s.members) stage += " " + over.device(m.device).name + ":" + std::to_string(m.samples);
+    layout.push_back(stage);
+  }
+  return plan;
+}
+
+TEST(PlanOnHeldState, EachStageGoesToADeviceThatHoldsAllItsStateSoNothingMoves) {
+  // Three stages over d0, d1, d2 (d3 spare), each copy on the next stage's device and the
+  // last stage's on d0. However the cuts of a fresh plan fall, the plan to resume on at
+  // once keeps the held boundaries, merging a lost stage into the device holding its copy.
+  double moved_ms = -1;
+  std::vector<std::string> layout;
+  // The first stage's device lost: d1 holds [0, 2) and [2, 5), d2 [2, 5) and [5, 8).
+  ASSERT_TRUE(heldPlan({{}, {ref(2, 5, 12), ref(0, 2, 12, "d0")}, {ref(5, 8, 12), ref(2, 5, 12, "d1")}, {}},
+                       {"d1", "d2", "d3"}, moved_ms, layout));
+  EXPECT_EQ(moved_ms, 0);
+  // [0, 5) on d1 and [5, 8) on d2, or [0, 2) on d1 and [2, 8) on d2: the faster on equal
+  // devices cuts 2:6 or 5:3 into the better balanced, 5:3.
+  EXPECT_EQ(layout, (std::vector<std::string>{"[0,5) d1:8", "[5,8) d2:8"}));
+  // The last stage's device lost: its copy is on d0, the first stage's, which d1 also holds
+  // a copy of: [0, 5) moves to d1, and d0 runs [5, 8) from its copy.
+  ASSERT_TRUE(heldPlan({{ref(0, 2, 12), ref(5, 8, 12, "d2")}, {ref(2, 5, 12), ref(0, 2, 12, "d0")}, {}, {}},
+                       {"d0", "d1", "d3"}, moved_ms, layout));
+  EXPECT_EQ(moved_ms, 0);
+  EXPECT_EQ(layout, (std::vector<std::string>{"[0,5) d1:8", "[5,8) d0:8"}));
+  // Two devices that hold every state: both train (a pipeline of the two here, where
+  // splitting each micro-batch would all-reduce every weight each step).
+  ASSERT_TRUE(heldPlan({{ref(0, 2, 12), ref(2, 5, 12, "d1"), ref(5, 8, 12, "d2")},
+                        {ref(0, 2, 12), ref(2, 5, 12, "d1"), ref(5, 8, 12, "d2")},
+                        {},
+                        {}},
+                       {"d0", "d1", "d3"}, moved_ms, layout));
+  EXPECT_EQ(moved_ms, 0);
+  EXPECT_EQ(layout, (std::vector<std::string>{"[0,5) d0:8", "[5,8) d1:8"}));
+}
+
+TEST(PlanOnHeldState, NoPlanWhenAStateIsHeldOnlyByDevicesThatAreGone) {
+  double moved_ms = -1;
+  std::vector<std::string> layout;
+  // [5, 8) is held by d2 only, and d2 is not among the devices to plan over.
+  EXPECT_FALSE(heldPlan({{ref(0, 2, 12)}, {ref(2, 5, 12), ref(0, 2, 12, "d0")}, {ref(5, 8, 12)}, {}},
+                        {"d0", "d1", "d3"}, moved_ms, layout));
+}
+
 TEST(TwiceHeldStep, IsTheNewestStepEveryStageHasOnTwoDevices) {
   // Own copies are at 5..7; the neighbours' copies lag: stage 1's reached 5 only.
   std::vector<std::vector<v1::BackupRef>> held(3);

@@ -183,6 +183,49 @@ TEST(TrainingRun, WithoutResumeFirstTheSpareIsBroughtTheStateBeforeTheFirstStep)
   EXPECT_EQ(result.recoveries[0].joining, "");
 }
 
+TEST(TrainingRun, AStageLostWithItsOnlyDeviceIsResumedOnTheDeviceHoldingItsCopyThenTheSpareIsTakenIn) {
+  // Three stages over d0, d1, d2 and a much faster spare d3 that holds nothing, on 1 Gbit/s
+  // links, where moving a stage's state (4 MiB a layer) takes longer than a step. d0 is
+  // lost: its copy is on d1, which resumes at once with [0, 5) (its own stage and the copy)
+  // while d2 keeps [5, 8), nothing moving; the plan with d3, worth its state over the
+  // steps left, follows at the next step boundary.
+  Fakes fakes(4);
+  v1::Cluster proto = fakes.cluster.toProto();
+  for (int d = 0; d < 4; ++d) proto.mutable_devices(d)->set_bandwidth_mbps(1000);
+  proto.mutable_devices(3)->set_gflops(10000);
+  fakes.cluster = Cluster::fromProto(proto);
+  const ModelSpec model = stagecraft::testing::uniformLinearModel(8, 1024);
+  RunSettings settings = quickSettings();
+  settings.backup_every = 1;
+  TrainingRun run(fakes.cluster, model, Optimizer::Sgd, TrainingOptions{}, stagecraft::testing::quickOptions(),
+                  settings);
+  run.deploy(planOver({{0, 2, {{0, 4}}}, {2, 5, {{1, 4}}}, {5, 8, {{2, 4}}}}));
+  RunEvents events;
+  events.on_step = [&](const StepResult& s) {
+    if (s.step == 6 && fakes.servers[0]) fakes.servers[0]->shutdown();
+  };
+  std::vector<std::string> resumed_on;  // "name [begin, end)" of the deployment the loss left
+  bool fetched = false;
+  events.on_recovery = [&](const Recovery& r) {
+    if (r.kind != RecoveryKind::Lost) return;
+    for (const auto& a : run.deployment().assignments()) {
+      resumed_on.push_back(a.group(a.rank()).name() + " [" + std::to_string(a.layer_begin()) + ", " +
+                           std::to_string(a.layer_end()) + ")");
+      for (const auto& source : a.restore()) fetched = fetched || !source.address().empty();
+    }
+  };
+  const RunResult result = run.train(200, events);
+  ASSERT_EQ(result.steps.size(), 200u);
+  EXPECT_EQ(resumed_on, (std::vector<std::string>{"d1 [0, 5)", "d2 [5, 8)"}));
+  EXPECT_FALSE(fetched);
+  ASSERT_EQ(result.recoveries.size(), 2u);
+  EXPECT_EQ(result.recoveries[0].device, "d0");
+  EXPECT_EQ(result.recoveries[0].joining, "d3");
+  EXPECT_EQ(result.recoveries[1].kind, RecoveryKind::Joined);
+  EXPECT_EQ(result.recoveries[1].replayed_steps, 0);
+  EXPECT_TRUE(run.deployedCluster().find("d3"));
+}
+
 TEST(TrainingRun, WithoutBackupsALostDeviceReplaysFromTheDeployment) {
   Fakes fakes(3);
   std::vector<std::int64_t> seen;
