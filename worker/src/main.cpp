@@ -37,6 +37,7 @@ extern "C" void onTerminate(int signal) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && isModelCommand(argv[1])) return runModelCommand(std::vector<std::string>(argv + 1, argv + argc));
+  useHugePagesForTheHeap(argv);
   keepFreedMemory();
   WorkerOptions options;
   try {
