@@ -302,13 +302,18 @@ Overhead measureOverhead(const std::vector<Stage>& stages, const ModelSpec& mode
   std::vector<double> with, without, ratios;
   double copy_share = 0;
   std::int64_t stride = 0;
-  for (int round = 0; round < 3; ++round) {
-    for (const std::int64_t every : {backup_every, std::int64_t{0}}) {
+  // A run first that is not counted: the workers' first deployment grows their heaps and
+  // warms their caches, which would count against whichever side ran first. Then the two
+  // sides take turns at going first.
+  for (int round = -1; round < 3; ++round) {
+    const bool backups_first = round % 2 == 0 || round < 0;
+    for (const std::int64_t every : {backups_first ? backup_every : 0, backups_first ? 0 : backup_every}) {
       control::RunSettings settings;
       settings.backup_every = every;
       control::TrainingRun run(cluster, model, Optimizer::Sgd, training, coordinator, settings);
       run.deploy(plan);
       const control::RunResult result = run.train(kOverheadSteps);
+      if (round < 0) break;
       // The mean, not the median: a copy that slows one step in ten is the cost.
       (every != 0 ? with : without).push_back(meanStepMs(result.steps, 1));
       if (every != 0) {
@@ -316,7 +321,7 @@ Overhead measureOverhead(const std::vector<Stage>& stages, const ModelSpec& mode
         stride = run.backupEvery();
       }
     }
-    ratios.push_back(with.back() / without.back());  // the two runs of a round, side by side
+    if (round >= 0) ratios.push_back(with.back() / without.back());  // the two runs of a round, side by side
   }
   const auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -378,7 +383,7 @@ int main(int argc, char** argv) {
     const Overhead o = measureOverhead(alone, model, batch, backup_every, local_options, dir);
     const double overhead = o.ratio - 1;
     std::printf("Backups %s (ended on every %lld), side by side on the first plan (mean step after the first, 3 "
-                "alternating rounds of %lld steps): %.1f ms with, %.1f ms without (medians); the rounds %+.1f%%, "
+                "rounds of %lld steps after a warm-up run, the two sides taking turns at going first): %.1f ms with, %.1f ms without (medians); the rounds %+.1f%%, "
                 "%+.1f%%, %+.1f%%, the median %+.1f%%; the copies held the backing-up stages up for %.1f%% of a "
                 "step\n\n",
                 every.c_str(), static_cast<long long>(o.every), static_cast<long long>(kOverheadSteps), o.with_ms,
