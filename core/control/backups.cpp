@@ -9,6 +9,7 @@
 #include "control/coordinator.h"
 #include "io/error.h"
 #include "plan/validation.h"
+#include "planner/plan_draft.h"
 #include "sim/simulator.h"
 
 namespace stagecraft::control {
@@ -189,33 +190,22 @@ std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, cons
   std::optional<Plan> best;
   double best_ms = 0;
   int tried = 0;
-  Plan plan = shape;
-  plan.cluster = over.name();
-  // Each micro-batch split over a run's members in proportion to their speed on its layers.
-  const auto shares = [&](const std::vector<int>& devices, int begin, int end) {
-    std::vector<DeviceShare> members;
-    double speed = 0;
-    for (const int d : devices) speed += 1.0 / std::max(cost.forwardMs(d, begin, end, micro), 1e-9);
-    int given = 0;
-    for (const int d : devices) {
-      const double part = micro / std::max(cost.forwardMs(d, begin, end, micro), 1e-9) / speed;
-      members.push_back({d, static_cast<int>(part)});
-      given += members.back().samples;
-    }
-    for (int k = 0; given < micro; ++k, ++given) members[k % members.size()].samples += 1;
-    std::erase_if(members, [](const DeviceShare& m) { return m.samples == 0; });
-    return members;
-  };
-  // Every way to cut the states into runs; for each, every choice of distinct holders.
+  Plan skeleton = shape;
+  skeleton.cluster = over.name();
+  // Every way to cut the states into runs; for each, every choice of distinct holders. The
+  // shares come from the cost model's split, as a planner's would (materialize).
   for (std::uint32_t cuts = 0; cuts < (1u << (n - 1)) && tried < kMostPlans; ++cuts) {
+    PlanDraft draft;
     std::vector<std::pair<int, int>> runs;  // [first, last] state of each run
     for (int i = 0; i < n; ++i) {
       if (i == 0 || (cuts >> (i - 1)) & 1u) {
         runs.emplace_back(i, i);
+        draft.cuts.push_back(ref(i).layer_begin());
       } else {
         runs.back().second = i;
       }
     }
+    draft.cuts.push_back(ref(n - 1).layer_end());
     std::vector<std::vector<int>> eligible;
     for (const auto& [first, last] : runs) {
       std::vector<int> both = held_by[first];
@@ -228,15 +218,16 @@ std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, cons
       eligible.push_back(std::move(both));
     }
     if (eligible.size() != runs.size()) continue;
-    plan.stages.assign(runs.size(), Stage{});
+    draft.groups.assign(runs.size(), {});
     std::set<int> taken;
     const auto place = [&](const auto& self, std::size_t r) -> void {
       if (tried >= kMostPlans) return;
       if (r == runs.size()) {
         ++tried;
         try {
-          if (!validatePlan(plan, cost).empty()) return;
-          const double ms = simulate(plan, cost).iteration_ms;
+          const std::optional<Plan> plan = materialize(draft, cost, skeleton);
+          if (!plan || !validatePlan(*plan, cost).empty()) return;
+          const double ms = simulate(*plan, cost).iteration_ms;
           if (!best || ms < best_ms) {
             best = plan;
             best_ms = ms;
@@ -253,17 +244,14 @@ std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, cons
       // Every non-empty set of the free holders (a handful: a state's own device and its copies').
       const int k = std::min<int>(static_cast<int>(free.size()), 6);
       for (std::uint32_t pick = 1; pick < (1u << k); ++pick) {
-        std::vector<int> devices;
+        std::vector<int>& group = draft.groups[r];
+        group.clear();
         for (int i = 0; i < k; ++i) {
-          if ((pick >> i) & 1u) devices.push_back(free[i]);
+          if ((pick >> i) & 1u) group.push_back(free[i]);
         }
-        Stage& stage = plan.stages[r];
-        stage.layer_begin = ref(runs[r].first).layer_begin();
-        stage.layer_end = ref(runs[r].second).layer_end();
-        stage.members = shares(devices, stage.layer_begin, stage.layer_end);
-        for (const int d : devices) taken.insert(d);
+        for (const int d : group) taken.insert(d);
         self(self, r + 1);
-        for (const int d : devices) taken.erase(d);
+        for (const int d : group) taken.erase(d);
       }
     };
     place(place, 0);

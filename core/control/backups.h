@@ -67,7 +67,7 @@ Plan placeNearState(Plan plan, const Cluster& over, const CostModel& cost, const
 
 /// The fastest plan (simulated under `cost`, over `over`) that moves no state: its stages
 /// are runs of `choice`'s layer ranges, each on devices of `over` that hold every state of
-/// its run (matched to `holders` by name), its members splitting each micro-batch by speed.
+/// its run (matched to `holders` by name), its members' shares by CostModel::splitMicroBatch.
 /// Batch, micro-batches, schedule and the rest come from `shape`. nullopt when no such plan
 /// fits, or `choice` has more than 10 stages.
 std::optional<Plan> planOnHeldState(const Plan& shape, const Cluster& over, const CostModel& cost,

@@ -214,16 +214,16 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       std::size_t keeping_cuts = 0;  // the first options, which keep the cuts
       if (!kept.empty()) {
         auto narrowed = std::make_shared<const Cluster>(restrictCluster(current, kept));
+        const CostModel narrowed_cost = costModel(*narrowed);
         if (auto p = withoutDevices(deployed_->plan, current, *narrowed, lost)) {
-          if (validatePlan(*p, costModel(*narrowed)).empty()) {
+          if (validatePlan(*p, narrowed_cost).empty()) {
             options.push_back(priced(*p, narrowed, "group", false));
             options.push_back(priced(std::move(*p), narrowed, "group"));
             keeping_cuts = options.size();
           }
         }
         if (restore) {
-          if (auto p = planOnHeldState(deployed_->plan, *narrowed, costModel(*narrowed), restore->choice,
-                                       *restore->holders)) {
+          if (auto p = planOnHeldState(deployed_->plan, *narrowed, narrowed_cost, restore->choice, *restore->holders)) {
             options.push_back(priced(std::move(*p), narrowed, "replan", false));
           }
         }
