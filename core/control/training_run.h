@@ -99,7 +99,8 @@ struct RunSettings {
   /// After a loss, when the best way on must first bring some device its state (a spare
   /// that holds none, fetching 50-100 MB over its link), resume at once on the fastest plan
   /// that moves nothing (among them the held states' boundaries on the devices holding
-  /// them: planOnHeldState) and re-plan at the next step boundary, once the run trains
+  /// them: planOnHeldState) where its first step is predicted to end sooner than the move
+  /// and the best plan's first step, and re-plan at the next step boundary, once the run trains
   /// again, from the state where it is then: a Joined re-plan taking in the devices left out
   /// (Recovery::joining), or, when none were, a re-plan reported as the same loss.
   /// false: deploy the best plan at once, state moves included.

@@ -263,17 +263,19 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
         if (weighed(i) < weighed(best)) best = i;
       }
       // Resume first where the state is: when the best way on must first bring some device
-      // its state, for longer than a step, the run goes on at once on the fastest plan that
-      // moves nothing, and is re-planned at the next step boundary (a Joined re-plan when it
-      // takes devices in, which moves only what they need while the rest stays in place).
+      // its state and a plan that moves nothing completes its first step sooner (its step
+      // against the move and the best plan's step), the run goes on at once on that plan, and
+      // is re-planned at the next step boundary (a Joined re-plan when it takes devices in,
+      // which moves only what they need while the rest stays in place). The detour costs one
+      // more deployment; the pause it spares is the move.
       std::size_t chosen = best;
       if (settings_.resume_first && options[best].move_ms >= 1.0) {
+        const auto step_ms = [&](const Option& o) { return (o.finish_ms - o.move_ms) / static_cast<double>(steps_left); };
         std::optional<std::size_t> stay;
         for (std::size_t i = 0; i < options.size(); ++i) {
           if (options[i].move_ms < 1.0 && (!stay || options[i].finish_ms < options[*stay].finish_ms)) stay = i;
         }
-        const double stay_step_ms = stay ? options[*stay].finish_ms / static_cast<double>(steps_left) : 0;
-        if (stay && options[best].move_ms > stay_step_ms) {
+        if (stay && step_ms(options[*stay]) < options[best].move_ms + step_ms(options[best])) {
           chosen = *stay;
           const auto used = [](const Option& o) {
             std::vector<std::string> names;

@@ -173,6 +173,21 @@ TEST(TrainingRun, ASpareIsBroughtTheStateAtOnceWhenThatTakesLessThanAStep) {
   EXPECT_EQ(result.recoveries[0].joining, "");
 }
 
+TEST(TrainingRun, TheRunResumesWhereTheStateIsWhenItsFirstStepEndsBeforeTheMoveAndTheBestPlansStep) {
+  // A spare three times d0's speed behind a link that brings it most of the model in less
+  // than a step on d0 alone (predicted ~1.7 ms against 2 ms), but whose first step would end
+  // only after the move and its own step (~0.6 ms): resuming on d0 trains sooner, and the
+  // spare is taken in at the next step boundary.
+  bool fetched = false;
+  RunResult result;
+  const std::vector<std::string> members = membersAfterLosingD1(300, 2.75e5, fetched, result);
+  EXPECT_NE(std::find(members.begin(), members.end(), "d2"), members.end()) << ::testing::PrintToString(members);
+  ASSERT_EQ(result.recoveries.size(), 2u);
+  EXPECT_EQ(result.recoveries[0].joining, "d2");
+  EXPECT_EQ(result.recoveries[0].devices, 1);  // d0 alone
+  EXPECT_EQ(result.recoveries[1].kind, RecoveryKind::Joined);
+}
+
 TEST(TrainingRun, WithoutResumeFirstTheSpareIsBroughtTheStateBeforeTheFirstStep) {
   bool fetched = false;
   RunResult result;
