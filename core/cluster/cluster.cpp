@@ -1,6 +1,7 @@
 #include "cluster/cluster.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "io/error.h"
@@ -121,6 +122,19 @@ v1::Cluster Cluster::toProto() const {
   }
   for (const auto& l : links_) *p.add_links() = l;
   return p;
+}
+
+std::string machineOf(const Device& device) {
+  std::string_view host = device.address;
+  if (host.starts_with('[')) {
+    host = host.substr(1, host.find(']') == std::string_view::npos ? host.npos : host.find(']') - 1);
+  } else if (const auto colon = host.rfind(':'); colon != host.npos && host.find(':') == colon) {
+    host = host.substr(0, colon);
+  }
+  if (host == "localhost" || host == "::1" || host.starts_with("127.")) return "loopback";
+  std::string key(host);
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  return key;
 }
 
 std::optional<int> Cluster::find(std::string_view name) const {

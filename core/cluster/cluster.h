@@ -22,6 +22,11 @@ struct Device {
   std::string address;
 };
 
+/// The machine a device's worker runs on, as far as its address tells: the address's host,
+/// "loopback" for every loopback name (localhost, 127.x, ::1); empty without an address
+/// (a machine of its own). Devices of one machine share its CPU and memory bandwidth.
+std::string machineOf(const Device& device);
+
 /// Devices and the links between them. A pair without an explicit link gets the slower
 /// of the two NICs and the cluster's default latency.
 class Cluster {

@@ -485,9 +485,24 @@ BackupCost backupCost(const Plan& plan, const CostModel& cost) {
     cpu[to] += kReceiverPasses * mb * cost.copyMsPerMb(to);
     link[from] += cost.wireMs(from, to, bytes);
   }
+  // Devices of one machine share its CPU and memory bandwidth: their copies add up there
+  // (four local workers on two cores: each device's share alone priced a round of copies at
+  // a third of what it cost the steps).
+  const Cluster& cluster = cost.cluster();
+  std::vector<double> machine_cpu(cpu);
+  for (int d = 0; d < cost.deviceCount(); ++d) {
+    const std::string machine = machineOf(cluster.device(d));
+    if (machine.empty()) continue;
+    for (int e = d + 1; e < cost.deviceCount(); ++e) {
+      if (machineOf(cluster.device(e)) == machine) {
+        machine_cpu[d] += cpu[e];
+        machine_cpu[e] += cpu[d];
+      }
+    }
+  }
   BackupCost out;
   for (int d = 0; d < cost.deviceCount(); ++d) {
-    out.cpu_ms = std::max(out.cpu_ms, cpu[d]);
+    out.cpu_ms = std::max(out.cpu_ms, machine_cpu[d]);
     out.link_ms = std::max(out.link_ms, link[d]);
   }
   return out;

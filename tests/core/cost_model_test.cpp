@@ -126,6 +126,31 @@ TEST(CostModel, ABackupRoundCostsTheBusiestDeviceItsCopiesAndItsLink) {
   EXPECT_EQ(c.link_ms, 0);
 }
 
+TEST(CostModel, TheCopiesOfDevicesSharingAMachineAddUpOnIt) {
+  const ModelSpec model = uniformLinearModel(2, 1024);  // 8 MiB of state a layer with SGD
+  Plan plan;
+  plan.model = model.name();
+  plan.batch_size = 2;
+  plan.microbatches = 1;
+  plan.stages = {{0, 1, {{0, 2}}}, {1, 2, {{1, 2}}}};
+  const double one_device = (3 + 2) * 8 * kAssumedCopyMsPerMb;  // sends 8 MiB, takes 8 MiB
+  const auto at = [&](const std::string& a, const std::string& b) {
+    v1::Cluster proto = makeCluster({1, 1, 1}, 1e6, 1000).toProto();
+    proto.mutable_devices(0)->set_address(a);
+    proto.mutable_devices(1)->set_address(b);
+    const Cluster cluster = Cluster::fromProto(proto);
+    return backupCost(plan, CostModel(model, cluster, Optimizer::Sgd)).cpu_ms;
+  };
+  EXPECT_NEAR(at("10.0.0.5:7001", "10.0.0.6:7001"), one_device, 1e-9);  // two machines
+  EXPECT_NEAR(at("10.0.0.5:7001", "10.0.0.5:7002"), 2 * one_device, 1e-9);
+  EXPECT_NEAR(at("Board.lan:7001", "board.lan:7002"), 2 * one_device, 1e-9);  // host names ignore case
+  EXPECT_NEAR(at("localhost:7001", "127.0.0.1:7002"), 2 * one_device, 1e-9);  // loopback, however named
+  EXPECT_NEAR(at("[::1]:7001", "127.0.0.1:7002"), 2 * one_device, 1e-9);
+  EXPECT_NEAR(at("", ""), one_device, 1e-9);  // no address: a machine of its own each
+  EXPECT_EQ(machineOf(Device{.address = "[fe80::1]:7001"}), "fe80::1");
+  EXPECT_EQ(machineOf(Device{.address = "edge-3:7001"}), "edge-3");
+}
+
 TEST(CostModel, TheBackupStrideHoldsTheCopiesWithinTheBudgetAndTheLinkWithinHalfItsTime) {
   EXPECT_EQ(backupStride({0, 0}, 100, 0.05), 1);    // free: every step
   EXPECT_EQ(backupStride({5, 0}, 100, 0.05), 1);    // exactly the budget
