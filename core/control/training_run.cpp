@@ -137,6 +137,14 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
                                                              backup_meter_.probeEvery()),
                       first};
   last_backup_ = scheduled_at_ = first;
+  // In auto, the first backup comes right after the warm-up steps, whatever the stride: a
+  // device lost before the first backup of a long stride would replay from the deployment
+  // (20 steps in one bench run), and the meter sees its first backup's cost early.
+  first_backup_ = first + backup_schedule_.every;
+  if (settings_.backup_every < 0 && backup_schedule_.every > kWarmSteps + 1) {
+    first_backup_ = first + kWarmSteps + 1;
+    backup_schedule_.after = first_backup_ - backup_schedule_.every;
+  }
   TrainingOptions options = options_;
   options.backup_every = backup_schedule_.every;
   if (restore) {
@@ -148,6 +156,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
     coordinator->deploy(plan, *model_, options);
   }
   deployed_ = std::make_unique<Deployed>(Deployed{plan, std::move(over), std::move(coordinator), std::nullopt});
+  deployed_->coordinator->setBackupSchedule(backup_schedule_);
   deployed_->expected.emplace(cost);
   stragglers_ = StragglerWatch(settings_.straggler);
   promises_.forget();  // replan() says when a deployment was chosen on a promise
@@ -365,7 +374,8 @@ Recovery TrainingRun::replan(const ReplanRequest& request, RunResult& result) {
     // The copies this deployment started from are dropped at its first Start: its first
     // backup comes after its first step, so a loss soon after the re-plan does not replay
     // from an older one.
-    backup_schedule_.after = step_ + 1 - backup_schedule_.every;
+    first_backup_ = step_ + 1;
+    backup_schedule_.after = first_backup_ - backup_schedule_.every;
     deployed_->coordinator->setBackupSchedule(backup_schedule_);
   }
   phaseDone(rec.deploy_ms);

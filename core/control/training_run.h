@@ -370,6 +370,7 @@ class TrainingRun {
   BackupSchedule backup_schedule_;    // backupEvery(), and the steps it counts from
   std::int64_t last_backup_ = 0;      // the newest step the schedule backed up (or the deployment's first)
   std::int64_t scheduled_at_ = 0;     // the step backup_schedule_ was last looked at (pinBackups)
+  std::int64_t first_backup_ = 0;     // the deployment's first backup step (kAutoBackups: early)
   BackupCost backup_cost_;            // of the deployed plan (kAutoBackups)
   double backup_copy_ms_ = 0, backup_step_ms_ = 0;  // for RunResult::backup_share
   BackupMeter backup_meter_;          // the deployment's backups as the step times show them

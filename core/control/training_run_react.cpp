@@ -60,7 +60,9 @@ void TrainingRun::pinBackups() {
     if (!measured) stride = std::max(stride, backup_meter_.probeEvery());
     const std::int64_t every = backup_schedule_.every;
     if (every <= 0 || stride * 4 < every * 3 || stride * 4 > every * 5) {
-      backup_schedule_ = BackupSchedule::next(stride, last_backup_, step_);
+      // A deployment's first backup, not taken yet, stays where it was put (install).
+      backup_schedule_ = step_ < first_backup_ ? BackupSchedule{stride, first_backup_ - stride}
+                                               : BackupSchedule::next(stride, last_backup_, step_);
       deployment.setBackupSchedule(backup_schedule_);
     }
   }
