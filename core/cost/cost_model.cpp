@@ -489,12 +489,13 @@ BackupCost backupCost(const Plan& plan, const CostModel& cost) {
   // (four local workers on two cores: each device's share alone priced a round of copies at
   // a third of what it cost the steps).
   const Cluster& cluster = cost.cluster();
+  std::vector<std::string> machines;
+  for (int d = 0; d < cost.deviceCount(); ++d) machines.push_back(machineOf(cluster.device(d)));
   std::vector<double> machine_cpu(cpu);
   for (int d = 0; d < cost.deviceCount(); ++d) {
-    const std::string machine = machineOf(cluster.device(d));
-    if (machine.empty()) continue;
+    if (machines[d].empty()) continue;
     for (int e = d + 1; e < cost.deviceCount(); ++e) {
-      if (machineOf(cluster.device(e)) == machine) {
+      if (machines[e] == machines[d]) {
         machine_cpu[d] += cpu[e];
         machine_cpu[e] += cpu[d];
       }
