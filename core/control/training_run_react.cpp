@@ -273,9 +273,10 @@ Recovery TrainingRun::recover(const WorkerError& first_error, double detected_ms
       std::size_t chosen = best;
       if (settings_.resume_first && options[best].move_ms >= 1.0) {
         const auto step_ms = [&](const Option& o) { return (o.finish_ms - o.move_ms) / static_cast<double>(steps_left); };
+        // Among the plans that move nothing, weighed as the best was: keeping the cuts first.
         std::optional<std::size_t> stay;
         for (std::size_t i = 0; i < options.size(); ++i) {
-          if (options[i].move_ms < 1.0 && (!stay || options[i].finish_ms < options[*stay].finish_ms)) stay = i;
+          if (options[i].move_ms < 1.0 && (!stay || weighed(i) < weighed(*stay))) stay = i;
         }
         if (stay && step_ms(options[*stay]) < options[best].move_ms + step_ms(options[best])) {
           chosen = *stay;

@@ -100,6 +100,21 @@ Reference reference(std::int64_t steps, const v1::Model& model = smallMlp()) {
   return r;
 }
 
+/// The loss, and when the run resumed on a plan that moves nothing rather than the best
+/// one, that plan at the next step boundary (nothing replayed): a Joined re-plan taking in
+/// the devices it left out, or, when it left none out, a re-plan of the same loss.
+void expectOneLoss(const control::RunResult& result) {
+  ASSERT_GE(result.recoveries.size(), 1u);
+  ASSERT_LE(result.recoveries.size(), 2u);
+  const control::Recovery& r = result.recoveries.front();
+  if (result.recoveries.size() == 2) {
+    const control::Recovery& then = result.recoveries[1];
+    EXPECT_EQ(then.kind, r.joining.empty() ? r.kind : control::RecoveryKind::Joined);
+    EXPECT_EQ(then.device, r.joining.empty() ? r.device : r.joining);
+    EXPECT_EQ(then.replayed_steps, 0);
+  }
+}
+
 struct RoleCase {
   const char* role;
   const char* model;          // mlp-128 | vgg11
@@ -147,6 +162,9 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
     }
   };
   events.on_failure = [&](const control::Recovery& r) { noticed.push_back(r); };
+  events.on_log = [](const std::string&, const std::string& text) {
+    if (text.rfind("recovery options", 0) == 0) std::printf("%s\n", text.c_str());  // why it went on as it did
+  };
   const control::RunResult result = run.train(kSteps, events);
   for (const auto& r : result.recoveries) {
     std::printf("%s %s: noticed after %.0f ms, running again %.0f ms later, %lld steps replayed from step %lld "
@@ -156,18 +174,8 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
                 r.backup.c_str(), r.reason.c_str());
   }
 
-  // The loss, and when the run resumed on a plan that moves nothing rather than the best
-  // one, that plan at the next step boundary (nothing replayed): a Joined re-plan taking in
-  // the devices it left out, or, when it left none out, a re-plan of the same loss.
-  ASSERT_GE(result.recoveries.size(), 1u);
-  ASSERT_LE(result.recoveries.size(), 2u);
+  ASSERT_NO_FATAL_FAILURE(expectOneLoss(result));
   const control::Recovery& r = result.recoveries.front();
-  if (result.recoveries.size() == 2) {
-    const control::Recovery& then = result.recoveries[1];
-    EXPECT_EQ(then.kind, r.joining.empty() ? r.kind : control::RecoveryKind::Joined);
-    EXPECT_EQ(then.device, r.joining.empty() ? r.device : r.joining);
-    EXPECT_EQ(then.replayed_steps, 0);
-  }
   EXPECT_EQ(r.device, workers[c.victim]->name());
   EXPECT_EQ(r.kind, control::RecoveryKind::Lost);
   EXPECT_EQ(r.action, c.action);
@@ -241,7 +249,8 @@ TEST(RuntimeRecoveryStall, AWorkerStoppedLongerThanTheStallLimitIsLeftBehind) {
                 r.detected_ms, r.recovered_ms, seconds);
   }
 
-  ASSERT_EQ(result.recoveries.size(), 1u);
+  // Going on at once without it, and maybe re-planned at the next step boundary.
+  ASSERT_NO_FATAL_FAILURE(expectOneLoss(result));
   EXPECT_EQ(result.recoveries[0].device, "s1");
   EXPECT_EQ(result.recoveries[0].kind, control::RecoveryKind::Stalled);
   // Given up on after the stall limit, not after the 120 s silence limit.
@@ -288,18 +297,8 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   };
   const control::RunResult result = run.train(kLagSteps, events);
   ASSERT_GT(pinned_at_kill, 0) << "no step was pinned before the run ended";
-  // The loss, and when the run resumed on a plan that moves nothing rather than the best
-  // one, that plan at the next step boundary (nothing replayed): a Joined re-plan taking in
-  // the devices it left out, or, when it left none out, a re-plan of the same loss.
-  ASSERT_GE(result.recoveries.size(), 1u);
-  ASSERT_LE(result.recoveries.size(), 2u);
+  ASSERT_NO_FATAL_FAILURE(expectOneLoss(result));
   const control::Recovery& r = result.recoveries.front();
-  if (result.recoveries.size() == 2) {
-    const control::Recovery& then = result.recoveries[1];
-    EXPECT_EQ(then.kind, r.joining.empty() ? r.kind : control::RecoveryKind::Joined);
-    EXPECT_EQ(then.device, r.joining.empty() ? r.device : r.joining);
-    EXPECT_EQ(then.replayed_steps, 0);
-  }
   std::printf("pinned step %lld, w1 killed after step %lld, replayed %lld steps from step %lld (%s)\n",
               static_cast<long long>(pinned_at_kill), static_cast<long long>(r.failed_after),
               static_cast<long long>(r.replayed_steps), static_cast<long long>(r.step), r.backup.c_str());
