@@ -2,6 +2,7 @@
 // on local stagecraft-worker processes (loopback, one LibTorch thread each).
 //
 //   build/bench/bench_recovery [--model mlp] [--batch 32] [--steps 12] [--backup-every N]
+//                              [--overhead-only]
 //
 // For each role a device can have (first, middle or last stage alone, a member of a
 // group) one run is SIGKILLed at a fixed step:
@@ -20,6 +21,7 @@
 //   the step time without, in alternating rounds; and the share of a step the copies held
 //   the backing-up stages up (from their timelines).
 // Goals: recovery under 3 s, restart/recovery >= 15, after/fresh >= 0.9, overhead <= 5%.
+// --overhead-only measures the overhead alone.
 #include <signal.h>
 #include <unistd.h>
 
@@ -349,15 +351,23 @@ int main(int argc, char** argv) {
   int batch = 32;
   std::int64_t steps = 12;
   std::int64_t backup_every = control::RunSettings::kAutoBackups;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
+  bool overhead_only = false;
+  for (int i = 1; i < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--overhead-only")) {
+      overhead_only = true;
+      --i;  // takes no value
+    } else if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", argv[i]);
+      return 2;
+    } else if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--backup-every")) {
       backup_every = std::strcmp(argv[i + 1], "auto") ? std::atoll(argv[i + 1]) : control::RunSettings::kAutoBackups;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--model mlp] [--batch 32] [--steps 12] [--backup-every N|auto]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--model mlp] [--batch 32] [--steps 12] [--backup-every N|auto] [--overhead-only]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -369,7 +379,7 @@ int main(int argc, char** argv) {
   const int L = model.layerCount();
   const int q = batch / 4;  // samples per micro-batch (4 micro-batches)
   const std::vector<Stage> alone = {{0, L / 3, {{0, q}}}, {L / 3, 2 * L / 3, {{1, q}}}, {2 * L / 3, L, {{2, q}}}};
-  const std::vector<Role> roles = {
+  std::vector<Role> roles = {
       {"first stage", alone, 0},
       {"middle stage", alone, 1},
       {"last stage", alone, 2},
@@ -413,8 +423,9 @@ int main(int argc, char** argv) {
     std::printf("Backup overhead: failed: %s\n\n", e.what());
     ok = false;
   }
-  std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | all in (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) | taken in: state + deploy (ms) |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  if (overhead_only) roles.clear();
+  else std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | all in (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) | taken in: state + deploy (ms) |\n");
+  if (!roles.empty()) std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
   for (const Role& role : roles) {
     Outcome o;
     try {
