@@ -353,16 +353,14 @@ int main(int argc, char** argv) {
   std::int64_t backup_every = control::RunSettings::kAutoBackups;
   bool overhead_only = false;
   for (int i = 1; i < argc; i += 2) {
+    const bool valued = i + 1 < argc;  // the options below but --overhead-only take a value
     if (!std::strcmp(argv[i], "--overhead-only")) {
       overhead_only = true;
-      --i;  // takes no value
-    } else if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s needs a value\n", argv[i]);
-      return 2;
-    } else if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--backup-every")) {
+      --i;
+    } else if (valued && !std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
+    else if (valued && !std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
+    else if (valued && !std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
+    else if (valued && !std::strcmp(argv[i], "--backup-every")) {
       backup_every = std::strcmp(argv[i + 1], "auto") ? std::atoll(argv[i + 1]) : control::RunSettings::kAutoBackups;
     }
     else {
@@ -424,8 +422,10 @@ int main(int argc, char** argv) {
     ok = false;
   }
   if (overhead_only) roles.clear();
-  else std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | all in (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) | taken in: state + deploy (ms) |\n");
-  if (!roles.empty()) std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  if (!roles.empty()) {
+    std::printf("| role | action | backups every | replayed steps | recovery (s) | caught up (s) | all in (s) | restart (s) | restart / recovery | after / fresh | copies' share of a step | noticed + probe + state + plan + deploy + first step (ms) | taken in: state + deploy (ms) |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  }
   for (const Role& role : roles) {
     Outcome o;
     try {
