@@ -56,6 +56,7 @@ class Neighbour final : public v1::Worker::Service {
     }
     std::lock_guard lock(mutex_);
     stored_.emplace_back(state->job(), state->step());
+    last_ = *state;
     arrived_.notify_all();
     return grpc::Status::OK;
   }
@@ -77,6 +78,11 @@ class Neighbour final : public v1::Worker::Service {
     });
     return stored_;
   }
+  /// The last state stored, whole (waitFor it first).
+  v1::StageWeights last() {
+    std::lock_guard lock(mutex_);
+    return last_;
+  }
   const std::string& address() const { return address_; }
 
   std::string stall_job;  // StoreBackup of this job waits until cancelled (10 s at most)
@@ -87,6 +93,7 @@ class Neighbour final : public v1::Worker::Service {
   std::mutex mutex_;
   std::condition_variable arrived_;
   std::vector<std::pair<std::string, std::int64_t>> stored_;
+  v1::StageWeights last_;
   bool stalling_ = false;
   bool stall_over_ = false;
   bool stalled_call_cancelled_ = false;
@@ -111,10 +118,10 @@ TEST(BackupSender, ACopyOfANewJobAbandonsTheLastJobsCopyOnTheWire) {
   LinkPacer link(80);  // 10 MB/s: the old job's 20 MB copy holds the link for 2 s
   BackupSender sender("d0", "", &link);
   sender.offer(state("old", 4, 20 << 20), neighbour.address());
-  // On the wire: the link is reserved beyond the next 50 ms (the sender reserves 1 MB, 0.1
-  // s, at a time).
+  // On the wire: the link is reserved ahead of now (the sender reserves half a millisecond
+  // of it at a time).
   const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < deadline && link.reserve(0) < Clock::now() + std::chrono::milliseconds(50)) {
+  while (Clock::now() < deadline && link.reserve(0) <= Clock::now()) {
     std::this_thread::yield();
   }
   ASSERT_LT(Clock::now(), deadline) << "the old job's copy never went on the wire";
@@ -145,6 +152,40 @@ TEST(BackupSender, ADeployOfAnotherJobCancelsTheLastJobsCopyBeingStored) {
   sender.offer(state("new", 1, 1 << 10), neighbour.address());
   neighbour.waitFor("new", 1);
   EXPECT_EQ(failures, 0);  // a copy given up here is not the neighbour's failure
+}
+
+TEST(BackupSender, TheNeighbourParsesTheStateThatWasOffered) {
+  // The tensors' bytes go on the wire from the copy itself, beside their fields written by
+  // hand: the neighbour must read the very state, every field and tensor, an empty one too.
+  Neighbour neighbour;
+  BackupSender sender("d0", "", nullptr);
+  auto offered = std::make_shared<v1::StageWeights>(*state("job", 7, 3 << 20));
+  offered->set_layer_begin(2);
+  offered->set_layer_end(5);
+  auto* bias = offered->add_tensors();
+  bias->set_name("b#momentum_buffer");
+  bias->set_dtype("float32");
+  bias->add_shape(3);
+  bias->add_shape(1);
+  bias->set_data(std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c", 12));
+  auto* empty = offered->add_tensors();
+  empty->set_name("num_batches_tracked");
+  empty->set_dtype("int64");
+  empty->add_shape(0);
+  auto* ids = offered->add_tensors();
+  ids->set_name("ids");
+  ids->set_dtype("int64");
+  ids->add_shape(300'000);  // a length of three varint bytes
+  ids->set_data(std::string(2'400'000, '\x7f'));
+  sender.offer(offered, neighbour.address());
+  neighbour.waitFor("job", 7);
+  const v1::StageWeights received = neighbour.last();
+  EXPECT_EQ(received.layer_begin(), 2);
+  EXPECT_EQ(received.layer_end(), 5);
+  ASSERT_EQ(received.tensors_size(), 4);
+  EXPECT_EQ(received.tensors(1).name(), "b#momentum_buffer");
+  EXPECT_EQ(received.tensors(1).data(), bias->data());
+  EXPECT_EQ(received.SerializeAsString(), offered->SerializeAsString());
 }
 
 TEST(BackupSender, CopiesOfTheJobKeptStillGo) {

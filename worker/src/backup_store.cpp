@@ -1,6 +1,9 @@
 #include "backup_store.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/client_unary_call.h>
 
 #include <algorithm>
 
@@ -21,6 +24,55 @@ v1::BackupRef refOf(const v1::StageWeights& state, const std::string& held_for) 
   ref.set_step(state.step());
   ref.set_held_for(held_for);
   return ref;
+}
+
+void releaseState(void* owner) { delete static_cast<StateCopy*>(owner); }
+
+/// StoreBackup's request for `state`, as bytes: the tensors' data go on the wire from where
+/// they lie in the copy (each slice holds the copy alive) instead of being serialised into a
+/// new buffer of the whole state, a pass over tens of megabytes and their fresh pages. The
+/// receiver parses an ordinary StageWeights (each Tensor's data comes after its other fields).
+grpc::ByteBuffer wireState(const StateCopy& state) {
+  namespace wire = google::protobuf::internal;
+  using google::protobuf::io::CodedOutputStream;
+  using Lite = wire::WireFormatLite;
+  const std::uint32_t tensor_tag = Lite::MakeTag(v1::StageWeights::kTensorsFieldNumber, Lite::WIRETYPE_LENGTH_DELIMITED);
+  const std::uint32_t data_tag = Lite::MakeTag(v1::Tensor::kDataFieldNumber, Lite::WIRETYPE_LENGTH_DELIMITED);
+  const auto varint = [](std::string& out, std::uint64_t value) {
+    std::uint8_t bytes[10];
+    const std::uint8_t* end = CodedOutputStream::WriteVarint64ToArray(value, bytes);
+    out.append(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(end - bytes));
+  };
+  std::vector<grpc::Slice> slices;
+  std::string head;  // the bytes up to the next tensor's data
+  {
+    v1::StageWeights rest;
+    rest.set_layer_begin(state->layer_begin());
+    rest.set_layer_end(state->layer_end());
+    rest.set_step(state->step());
+    rest.set_job(state->job());
+    head = rest.SerializeAsString();
+  }
+  for (const v1::Tensor& tensor : state->tensors()) {
+    v1::Tensor meta;
+    meta.set_name(tensor.name());
+    *meta.mutable_shape() = tensor.shape();
+    meta.set_dtype(tensor.dtype());
+    const std::size_t data = tensor.data().size();
+    const std::size_t inner = meta.ByteSizeLong() + CodedOutputStream::VarintSize32(data_tag) +
+                              CodedOutputStream::VarintSize64(data) + data;
+    varint(head, tensor_tag);
+    varint(head, inner);
+    meta.AppendToString(&head);
+    varint(head, data_tag);
+    varint(head, data);
+    if (data == 0) continue;
+    slices.emplace_back(head.data(), head.size());  // copied: a few bytes
+    head.clear();
+    slices.emplace_back(const_cast<char*>(tensor.data().data()), data, releaseState, new StateCopy(state));
+  }
+  if (!head.empty()) slices.emplace_back(head.data(), head.size());
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 using Pinned = std::pair<std::int64_t, std::int64_t>;  // steps to keep (0: none)
@@ -237,8 +289,10 @@ void BackupSender::keepOnly(const std::string& job) {
 }
 
 void BackupSender::run() {
+  static const grpc::internal::RpcMethod kStoreBackup("/stagecraft.v1.Worker/StoreBackup",
+                                                      grpc::internal::RpcMethod::NORMAL_RPC);
   std::string channel_address;
-  std::unique_ptr<v1::Worker::Stub> stub;
+  std::shared_ptr<grpc::Channel> channel;
   for (;;) {
     StateCopy state;
     std::string address;
@@ -271,8 +325,8 @@ void BackupSender::run() {
       if (closing_) return;
       continue;
     }
-    if (!stub || address != channel_address) {
-      stub = v1::Worker::NewStub(makeChannel(address));
+    if (!channel || address != channel_address) {
+      channel = makeChannel(address, /*own_connection=*/true);
       channel_address = address;
     }
     grpc::ClientContext context;
@@ -286,7 +340,8 @@ void BackupSender::run() {
       std::lock_guard lock(mutex_);
       sending_ = &context;
     }
-    const grpc::Status status = stub->StoreBackup(&context, *state, &reply);
+    const grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, v1::StoreBackupReply>(
+        channel.get(), kStoreBackup, &context, wireState(state), &reply);
     {
       std::lock_guard lock(mutex_);
       sending_ = nullptr;

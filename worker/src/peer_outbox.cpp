@@ -13,8 +13,9 @@
 
 namespace stagecraft::worker {
 
-std::shared_ptr<grpc::Channel> makeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, bool own_connection) {
   grpc::ChannelArguments args;
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Fail over quickly to "unreachable" instead of backing off for long between tries.
@@ -100,7 +101,12 @@ LinkPacer::Clock::time_point LinkPacer::reserve(std::size_t bytes, Clock::time_p
 
 bool LinkPacer::send(std::size_t bytes, const std::function<bool()>& stop) {
   if (!paced()) return true;
-  constexpr std::size_t kPiece = 1 << 20;
+  // A piece is half a millisecond on the link (4 KiB at the least): what is queued while one
+  // is on it waits that long at most. Pieces of a megabyte (8 ms at 1 Gbit/s) held every
+  // activation of the steps a backup crossed, and cost those steps a third of their time
+  // with a backup every other step (bench_recovery --backup-every 2).
+  const std::size_t kPiece =
+      std::max<std::size_t>(4 << 10, static_cast<std::size_t>(bandwidth_mbps_ * 1e6 / 8 * 0.0005));
   for (std::size_t left = bytes; left > 0;) {
     const std::size_t piece = std::min(left, kPiece);
     std::this_thread::sleep_until(reserve(piece));

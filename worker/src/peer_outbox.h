@@ -22,7 +22,10 @@ namespace stagecraft::worker {
 /// Channel arguments every worker-to-worker and client channel uses: messages up to
 /// kMaxMessageBytes (a stage's weights or a big activation slice).
 constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
-std::shared_ptr<grpc::Channel> makeChannel(const std::string& address);
+/// `own_connection`: a TCP connection of the channel's own rather than the one every channel
+/// to `address` shares (a state copy of tens of megabytes must not queue in the socket ahead
+/// of the activations that stage is waiting for).
+std::shared_ptr<grpc::Channel> makeChannel(const std::string& address, bool own_connection = false);
 
 /// The worker's one emulated network interface (--bandwidth-mbps): everything it sends, to
 /// any peer (activations, gradients, backups), takes its turn on it.
@@ -34,8 +37,9 @@ class LinkPacer {
   /// Puts `bytes` on the link after whatever is on it (from `now` at the earliest) and
   /// returns when they are through; `now` when unpaced.
   Clock::time_point reserve(std::size_t bytes, Clock::time_point now = Clock::now());
-  /// Waits until `bytes` are through, a megabyte at a time so that what is queued meanwhile
-  /// (a stage's activations) goes between the pieces; returns false, early, once `stop`
+  /// Waits until `bytes` are through, half a millisecond of the link at a time so that what
+  /// is queued meanwhile (a stage's activations) goes between the pieces; returns false,
+  /// early, once `stop`
   /// (asked between pieces, may be empty) says so. At once when unpaced.
   bool send(std::size_t bytes, const std::function<bool()>& stop = {});
 

@@ -155,7 +155,10 @@ grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::
   if (const auto it = metadata.find("stagecraft-sender"); it != metadata.end()) {
     sender.assign(it->second.data(), it->second.size());
   }
-  return guarded([&] { node_.holdBackup(*request, sender); });
+  // The state is moved out, not copied (tens of megabytes, each page of a copy fresh): the
+  // request is gRPC's to destroy after this returns but not const (the handler deserialised
+  // it), and protobuf moves a heap message by swapping.
+  return guarded([&] { node_.holdBackup(std::move(*const_cast<v1::StageWeights*>(request)), sender); });
 }
 
 grpc::Status WorkerService::ListBackups(grpc::ServerContext* context, const v1::ListBackupsRequest* request,
