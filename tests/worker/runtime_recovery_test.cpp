@@ -267,9 +267,9 @@ TEST(RuntimeRecoveryLag, CopiesLaggingOnAThinLinkStillLeaveAStepToReplayFrom) {
   // 512-wide MLP's three layers and their momentum) takes over a second to reach its
   // neighbour, while a step takes tens of milliseconds (the copy is paced in small pieces,
   // so it holds the activations back hardly at all): the neighbour's copies lag its own by
-  // dozens of steps. The step the coordinator pins keeps a step every stage has, however
-  // far behind. How many steps that takes depends on the machine, so the run is given many
-  // and stops itself a few steps after the recovery.
+  // a hundred steps and more. The step the coordinator pins keeps a step every stage has,
+  // however far behind. How many steps that takes depends on the machine, so the run is
+  // given many and stops itself a few steps after the recovery.
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   for (const char* name : {"w0", "w1", "w2", "w3"}) {
     std::vector<std::string> flags;

@@ -105,10 +105,10 @@ bool LinkPacer::send(std::size_t bytes, const std::function<bool()>& stop) {
   // is on it waits that long at most. Pieces of a megabyte (8 ms at 1 Gbit/s) held every
   // activation of the steps a backup crossed, and cost those steps a third of their time
   // with a backup every other step (bench_recovery --backup-every 2).
-  const std::size_t kPiece =
+  const std::size_t piece_bytes =
       std::max<std::size_t>(4 << 10, static_cast<std::size_t>(bandwidth_mbps_ * 1e6 / 8 * 0.0005));
   for (std::size_t left = bytes; left > 0;) {
-    const std::size_t piece = std::min(left, kPiece);
+    const std::size_t piece = std::min(left, piece_bytes);
     std::this_thread::sleep_until(reserve(piece));
     left -= piece;
     if (stop && stop()) return false;

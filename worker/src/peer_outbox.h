@@ -39,8 +39,7 @@ class LinkPacer {
   Clock::time_point reserve(std::size_t bytes, Clock::time_point now = Clock::now());
   /// Waits until `bytes` are through, half a millisecond of the link at a time so that what
   /// is queued meanwhile (a stage's activations) goes between the pieces; returns false,
-  /// early, once `stop`
-  /// (asked between pieces, may be empty) says so. At once when unpaced.
+  /// early, once `stop` (asked between pieces, may be empty) says so. At once when unpaced.
   bool send(std::size_t bytes, const std::function<bool()>& stop = {});
 
  private:
