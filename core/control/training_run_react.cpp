@@ -44,20 +44,12 @@ void TrainingRun::pinBackups() {
   scheduled_at_ = step_;
   if (settings_.backup_every < 0 && step_ms_ > 0) {
     // The stride the budget allows at the step time measured now, and at the backups' cost
-    // as the steps showed it once they have: the model prices the copies at the profiled
-    // copy speed, which misses fresh pages and the receiver's parsing (tens of times more on
-    // a small CPU quota). Until it is measured, backups leave steps clear of them between,
-    // so that it can be. Measured step times wander from segment to segment; the stride
+    // as the steps showed it once they have (never below the model's price): the model
+    // prices the copies at the profiled copy speed, which misses fresh pages and the
+    // receiver's parsing (tens of times more on a small CPU quota). Until it is measured,
+    // backups leave steps clear of them between, so that it can be. Measured step times wander from segment to segment; the stride
     // follows only a move of more than a quarter, so the backups come at a steady pace.
-    BackupCost cost = backup_cost_;
-    double step_ms = step_ms_;
-    const std::optional<double> measured = backup_meter_.costMs();
-    if (measured) {
-      cost.cpu_ms = *measured;
-      step_ms = backup_meter_.clearStepMs();
-    }
-    std::int64_t stride = backupStride(cost, step_ms, settings_.backup_budget);
-    if (!measured) stride = std::max(stride, backup_meter_.probeEvery());
+    const std::int64_t stride = backup_meter_.stride(backup_cost_, step_ms_, settings_.backup_budget);
     const std::int64_t every = backup_schedule_.every;
     if (every <= 0 || stride * 4 < every * 3 || stride * 4 > every * 5) {
       // A deployment's first backup, not taken yet, stays where it was put (install).

@@ -2,6 +2,8 @@
 // automatic stride follows this, not only the copy-speed model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "control/backup_meter.h"
 #include "control/backup_schedule.h"
 
@@ -97,6 +99,35 @@ TEST(BackupMeter, CheapBackupsCostNothingRatherThanLessThanNothing) {
   feed(meter, 0, 30, {3, 0}, 100, 95, 90);  // noise: the backup steps came out faster
   ASSERT_TRUE(meter.costMs().has_value());
   EXPECT_EQ(*meter.costMs(), 0);
+}
+
+TEST(BackupMeter, TheStrideFollowsTheMeasuredCostButNeverGoesBelowTheModelsPrice) {
+  const BackupCost priced{60, 0};  // the model's price of a round of copies
+  const double budget = 0.05;
+  BackupMeter meter;
+  meter.reset(0);
+  // Not measured yet: the model's price at the predicted step (150 ms), with clear steps
+  // left between the backups to measure them by.
+  EXPECT_EQ(meter.stride(priced, 150, budget),
+            std::max(backupStride(priced, 150, budget), meter.probeEvery()));
+  EXPECT_EQ(meter.stride(BackupCost{}, 150, budget), meter.probeEvery());
+  // Measured dearer than priced (300 + 60 ms a backup at 100 ms clear steps): the measurement.
+  feed(meter, 0, 30, {3, 0}, 100, 400, 160);
+  ASSERT_TRUE(meter.costMs().has_value());
+  ASSERT_GT(*meter.costMs(), priced.cpu_ms);
+  EXPECT_EQ(meter.stride(priced, 150, budget), backupStride({*meter.costMs(), 0}, 100, budget));
+  EXPECT_EQ(meter.stride(priced, 150, budget), 72);  // 360 ms against 5 ms a step
+  // Measured cheaper than the model prices it (a noisy few steps): the price holds, at the
+  // measured step.
+  BackupMeter noisy;
+  noisy.reset(0);
+  feed(noisy, 0, 30, {3, 0}, 100, 110, 100);
+  ASSERT_TRUE(noisy.costMs().has_value());
+  ASSERT_LT(*noisy.costMs(), priced.cpu_ms);
+  EXPECT_EQ(noisy.stride(priced, 150, budget), backupStride(priced, 100, budget));
+  EXPECT_EQ(noisy.stride(priced, 150, budget), 12);  // 60 ms against 5 ms a step
+  // The link's share is the model's either way.
+  EXPECT_EQ(noisy.stride({0, 500}, 150, budget), backupStride({0, 500}, 100, budget));
 }
 
 TEST(BackupSchedule, AStepIsClearOfBackupsOutsideTheWindowAfterEach) {
