@@ -473,7 +473,9 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
 }
 
 BackupCost backupCost(const Plan& plan, const CostModel& cost) {
-  constexpr double kSenderPasses = 3, kReceiverPasses = 2;
+  // The sender copies the state and the kernel copies it into the socket (the copy goes on
+  // the wire as it is, BackupSender); the kernel copies it out on the receiver, which parses it.
+  constexpr double kSenderPasses = 2, kReceiverPasses = 2;
   std::vector<double> cpu(cost.deviceCount(), 0.0), link(cost.deviceCount(), 0.0);
   for (int s = 0; s < plan.stageCount(); ++s) {
     const int to = plan.backupTarget(s);

@@ -100,9 +100,9 @@ TEST(CostModel, ABackupRoundCostsTheBusiestDeviceItsCopiesAndItsLink) {
   plan.batch_size = 2;
   plan.microbatches = 1;
   plan.stages = {{0, 1, {{0, 2}}}, {1, 2, {{1, 2}}}};
-  // Each device sends its stage's 8 MiB (3 passes) and takes the other's (2 passes).
+  // Each device sends its stage's 8 MiB (2 passes) and takes the other's (2 passes).
   BackupCost c = backupCost(plan, cost);
-  EXPECT_NEAR(c.cpu_ms, (3 + 2) * 8 * kAssumedCopyMsPerMb, 1e-9);
+  EXPECT_NEAR(c.cpu_ms, (2 + 2) * 8 * kAssumedCopyMsPerMb, 1e-9);
   EXPECT_DOUBLE_EQ(c.link_ms, cost.wireMs(0, 1, cost.backupBytes(0, 1)));
 
   // Device 1 profiled at 4 ms/MiB: its copies are the busiest; device 2 does nothing.
@@ -113,10 +113,10 @@ TEST(CostModel, ABackupRoundCostsTheBusiestDeviceItsCopiesAndItsLink) {
   slow_copies.setProfiles(set);
   EXPECT_DOUBLE_EQ(slow_copies.copyMsPerMb(1), 4);
   c = backupCost(plan, slow_copies);
-  EXPECT_NEAR(c.cpu_ms, (3 + 2) * 8 * 4.0, 1e-6);
+  EXPECT_NEAR(c.cpu_ms, (2 + 2) * 8 * 4.0, 1e-6);
   EXPECT_LT(c.link_ms, 1e-3);
   // Adam's two moments make the state half again as large.
-  EXPECT_NEAR(backupCost(plan, CostModel(model, fast, Optimizer::Adam)).cpu_ms, (3 + 2) * 12 * kAssumedCopyMsPerMb,
+  EXPECT_NEAR(backupCost(plan, CostModel(model, fast, Optimizer::Adam)).cpu_ms, (2 + 2) * 12 * kAssumedCopyMsPerMb,
               1e-6);
 
   // One device alone sends nothing.
@@ -133,7 +133,7 @@ TEST(CostModel, TheCopiesOfDevicesSharingAMachineAddUpOnIt) {
   plan.batch_size = 2;
   plan.microbatches = 1;
   plan.stages = {{0, 1, {{0, 2}}}, {1, 2, {{1, 2}}}};
-  const double one_device = (3 + 2) * 8 * kAssumedCopyMsPerMb;  // sends 8 MiB, takes 8 MiB
+  const double one_device = (2 + 2) * 8 * kAssumedCopyMsPerMb;  // sends 8 MiB, takes 8 MiB
   const auto at = [&](const std::string& a, const std::string& b) {
     v1::Cluster proto = makeCluster({1, 1, 1}, 1e6, 1000).toProto();
     proto.mutable_devices(0)->set_address(a);
