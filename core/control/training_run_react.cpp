@@ -44,10 +44,9 @@ void TrainingRun::pinBackups() {
   scheduled_at_ = step_;
   if (settings_.backup_every < 0 && step_ms_ > 0) {
     // The stride the budget allows at the step time measured now, and at the backups' cost
-    // as the steps showed it once they have (never below the model's price): the model
-    // prices the copies at the profiled copy speed, which misses fresh pages and the
-    // receiver's parsing (tens of times more on a small CPU quota). Until it is measured,
-    // backups leave steps clear of them between, so that it can be. Measured step times wander from segment to segment; the stride
+    // as the steps showed it once they have, never below the model's price
+    // (BackupMeter::stride). Until it is measured, backups leave steps clear of them between,
+    // so that it can be. Measured step times wander from segment to segment; the stride
     // follows only a move of more than a quarter, so the backups come at a steady pace.
     const std::int64_t stride = backup_meter_.stride(backup_cost_, step_ms_, settings_.backup_budget);
     const std::int64_t every = backup_schedule_.every;
