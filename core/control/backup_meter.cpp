@@ -47,9 +47,9 @@ std::optional<double> BackupMeter::costMs() const {
 
 double BackupMeter::clearStepMs() const { return clear_n_ > 0 ? clear_sum_ / clear_n_ : 0; }
 
-std::int64_t BackupMeter::stride(const BackupCost& priced, double predicted_step_ms, double budget) const {
+std::int64_t BackupMeter::stride(const BackupCost& priced, double step_ms, double budget) const {
   const std::optional<double> measured = costMs();
-  if (!measured) return std::max(backupStride(priced, predicted_step_ms, budget), probeEvery());
+  if (!measured) return std::max(backupStride(priced, step_ms, budget), probeEvery());
   BackupCost cost = priced;
   cost.cpu_ms = std::max(*measured, priced.cpu_ms);
   return backupStride(cost, clearStepMs(), budget);

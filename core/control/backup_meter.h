@@ -49,14 +49,15 @@ class BackupMeter {
   /// The mean of the clear steps seen (0 before any).
   double clearStepMs() const;
   /// Steps between backups that keep them within `budget` of a step (backupStride), for
-  /// backups the model prices at `priced` and steps predicted at `predicted_step_ms`. Before
-  /// the cost is measured: the model's price, with at least probeEvery() steps between. Once
-  /// measured: the measured cost at the clear steps' time, but never below the model's price.
+  /// backups the model prices at `priced` and steps of `step_ms` (the run's step time as known
+  /// now). Before the cost is measured: the model's price at `step_ms`, with at least
+  /// probeEvery() steps between. Once measured: the measured cost at the clear steps' time,
+  /// but never below the model's price.
   /// The meter reads the difference of noisy step times (one round of copies on four local
   /// workers read 28 to 242 ms, and the stride that followed the low reading cost 13 % of a
   /// step), while the model counts the copies' CPU as if none of it hid in the pipeline's
   /// idle time; where the meter reads more (fresh pages, a small CPU quota), it counts.
-  std::int64_t stride(const BackupCost& priced, double predicted_step_ms, double budget) const;
+  std::int64_t stride(const BackupCost& priced, double step_ms, double budget) const;
 
  private:
   int skip_ = 0;

@@ -204,7 +204,7 @@ PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost);
 constexpr double kAssumedCopyMsPerMb = 0.25;
 
 /// What one round of backups under `plan` costs, in ms: each stage's rank-0 member copies
-/// its weights and optimizer state, serialises and sends them (three passes over the bytes at
+/// its weights and optimizer state and sends the copy as it is (two passes over the bytes at
 /// its copy speed), its backup target receives and parses them (two); `cpu_ms` is the
 /// busiest machine's share (the devices whose addresses share a host add up: machineOf).
 /// `link_ms` is the longest any device's link is busy sending them. Both 0 when nothing is

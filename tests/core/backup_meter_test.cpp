@@ -106,7 +106,7 @@ TEST(BackupMeter, TheStrideFollowsTheMeasuredCostButNeverGoesBelowTheModelsPrice
   const double budget = 0.05;
   BackupMeter meter;
   meter.reset(0);
-  // Not measured yet: the model's price at the predicted step (150 ms), with clear steps
+  // Not measured yet: the model's price at the step time given (150 ms), with clear steps
   // left between the backups to measure them by.
   EXPECT_EQ(meter.stride(priced, 150, budget),
             std::max(backupStride(priced, 150, budget), meter.probeEvery()));
