@@ -85,6 +85,41 @@ double measuredComputeMs(const v1::IterationReport& report) {
   return ms;
 }
 
+namespace {
+
+/// The forward and backward passes of a member's report that overlap the group's
+/// all-reduce, measured and as `forward_ms` and `backward_ms` (one micro-batch each)
+/// predict them. The ring's CPU work runs beside the last backward and stretches it (a
+/// quota'd member's backward measured 1.7x its profiled time while the ring ran, its
+/// forward as profiled); the cost model prices that work after the backward, so counting
+/// it as compute too would charge it twice.
+struct BesideRing {
+  double measured_ms = 0;
+  double predicted_ms = 0;
+};
+
+BesideRing besideRing(const v1::IterationReport& report, double forward_ms, double backward_ms) {
+  std::vector<std::pair<double, double>> rings;
+  for (const auto& e : report.timeline()) {
+    if (e.kind() == "allreduce") rings.emplace_back(e.start_ms(), e.end_ms());
+  }
+  BesideRing out;
+  if (rings.empty()) return out;
+  for (const auto& e : report.timeline()) {
+    const bool forward = e.kind() == "forward";
+    if (!forward && e.kind() != "backward") continue;
+    const bool beside = std::any_of(rings.begin(), rings.end(), [&](const auto& r) {
+      return e.start_ms() < r.second && r.first < e.end_ms();
+    });
+    if (!beside) continue;
+    out.measured_ms += std::max(0.0, e.end_ms() - e.start_ms());
+    out.predicted_ms += forward ? forward_ms : backward_ms;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {
   std::size_t members = 0;
   for (const auto& s : plan.stages) members += s.members.size();
@@ -98,11 +133,14 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
   for (const auto& stage : plan.stages) {
     for (const auto& share : stage.members) {
       const v1::IterationReport& report = latest[m++];
-      const double took = measuredComputeMs(report);
-      if (share.samples <= 0 || took <= 0) continue;
-      const double per_micro_batch = cost.forwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples) +
-                                     cost.backwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples);
-      predicted[share.device] += per_micro_batch * plan.microbatches;
+      if (share.samples <= 0) continue;
+      const double forward_ms = cost.forwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples);
+      const double backward_ms = cost.backwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples);
+      const BesideRing left_out = besideRing(report, forward_ms, backward_ms);
+      const double took = measuredComputeMs(report) - left_out.measured_ms;
+      const double expected = (forward_ms + backward_ms) * plan.microbatches - left_out.predicted_ms;
+      if (took <= 0 || expected <= 0) continue;
+      predicted[share.device] += expected;
       measured[share.device] += took;
     }
   }

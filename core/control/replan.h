@@ -51,7 +51,9 @@ double measuredComputeMs(const v1::IterationReport& report);
 /// Per cluster device, the measured over the predicted compute time (forward + backward)
 /// of its members in `plan`, where `latest[m]` is the latest IterationReport of member m
 /// (members in stage order, then member order, as buildAssignments numbers them) and the
-/// prediction is `cost`'s time for that member's share of every micro-batch. A device
+/// prediction is `cost`'s time for that member's share of every micro-batch. Passes that
+/// overlap an "allreduce" event are left out of both: the ring's CPU work stretches them,
+/// and the cost model prices that work on its own. A device
 /// without a measurement (no compute events yet, no samples, or outside the plan) gets the
 /// geometric mean of the measured devices' factors (1 when none is measured), so unmeasured
 /// devices stay comparable with measured ones. Feed it to CostModel::setComputeFactors.
@@ -65,14 +67,11 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
 std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
                                               std::span<const v1::IterationReport> latest);
 
-/// `cost.cluster()` with each device's gflops scaled by predicted / measured compute time,
-/// where `latest[m]` is the latest IterationReport of member m of `plan` (members in stage
-/// order, then member order, as buildAssignments numbers them) and the prediction is the
-/// cost model's forward + backward time of that member's share for every micro-batch. A
-/// device without a measurement (no compute events yet, no samples, or outside the plan)
-/// is scaled by the geometric mean of the measured devices' factors, so unmeasured devices
-/// stay comparable with measured ones. Throws Error when `latest` does not have one report
-/// per member.
+/// `cost.cluster()` with each device's gflops divided by its computeFactors factor
+/// (measured over predicted compute time, the passes beside an all-reduce left out; a
+/// device without a measurement moves by the measured devices' geometric mean, so
+/// unmeasured devices stay comparable with measured ones). Throws Error when `latest` does
+/// not have one report per member.
 Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
 
 /// "a, b, c": device names for a message or a report.

@@ -253,6 +253,39 @@ TEST(Replan, ComputeFactorsMakeAProfiledCostModelPredictWhatTheMembersMeasured) 
   EXPECT_THROW(calibrated.setComputeFactors({1, std::nan(""), 1}), Error);
 }
 
+TEST(Replan, CalibrationLeavesOutThePassesBesideTheAllReduce) {
+  const ModelSpec model = testing::uniformLinearModel(4, 64);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  const CostModel cost(model, cluster);
+  Plan plan;
+  plan.batch_size = 8;
+  plan.microbatches = 2;
+  plan.stages = {Stage{0, 4, {{0, 2}, {1, 2}}}};  // one group of two: it all-reduces
+  const double f = cost.forwardMs(0, 0, 4, 2), b = cost.backwardMs(0, 0, 4, 2);
+  ASSERT_GT(f, 0);
+  // Both members compute as predicted, but the ring's CPU work stretches the last backward
+  // to 1.7x; on d0 the ring starts inside that backward, on d1 only after it.
+  const auto member = [&](bool ring_beside_backward) {
+    v1::IterationReport r = report(f, b, 2);
+    auto* last = r.mutable_timeline(r.timeline_size() - 1);
+    EXPECT_EQ(last->kind(), "backward");
+    last->set_end_ms(last->start_ms() + 1.7 * b);
+    auto* ring = r.add_timeline();
+    ring->set_kind("allreduce");
+    ring->set_start_ms(ring_beside_backward ? last->start_ms() + 0.5 * b : last->end_ms());
+    ring->set_end_ms(last->end_ms() + 50);
+    return r;
+  };
+  const std::vector<v1::IterationReport> latest = {member(true), member(false)};
+  const std::vector<double> factors = computeFactors(plan, cost, latest);
+  ASSERT_EQ(factors.size(), 2u);
+  // d0: the stretched backward is left out, the rest was as predicted.
+  EXPECT_NEAR(factors[0], 1.0, 1e-9);
+  // d1: nothing ran beside it, so the slow backward is its own: (2f + 2b + 0.7b) / (2f + 2b).
+  EXPECT_NEAR(factors[1], (2 * f + 2.7 * b) / (2 * f + 2 * b), 1e-9);
+  EXPECT_GT(factors[1], 1.05);
+}
+
 TEST(Replan, RestrictClusterKeepsLiveDevicesAndTheirLinks) {
   v1::Cluster proto = testing::makeCluster({10, 20, 30}).toProto();
   auto* link = proto.add_links();
