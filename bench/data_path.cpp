@@ -3,8 +3,11 @@
 // tensor's own memory, the service's callback reader -> PeerInbox::put, PeerInbox::take, fromProto
 // taking the parsed bytes), against a raw gRPC
 // unary call carrying the same bytes in a ByteBuffer (generic API, no protobuf), both with
-// an empty reply and echoed back. One transfer in flight at a time; prints a Markdown
-// table of per-transfer medians and p90s.
+// an empty reply and echoed back. Two raw paths keep the bytes in one contiguous buffer, as
+// a received tensor must: a unary call copied on arrival (the floor for a tensor taken
+// whole), and a long-lived stream whose pieces are copied into place as each arrives while
+// the next is on the wire. One transfer in flight at a time; prints a Markdown table of
+// per-transfer medians and p90s.
 //
 //   build/bench/bench_data_path [--repeat N]
 
@@ -14,11 +17,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +43,8 @@ using stagecraft::worker::WorkerError;
 namespace v1 = stagecraft::v1;
 
 constexpr char kJob[] = "data-path";
+/// The raw stream's pieces per transfer.
+constexpr std::array<int, 4> kPieceCounts = {1, 2, 4, 8};
 
 /// The receiving half of the worker's Push: the same reactor as WorkerService::Push
 /// (readPushStream, each tensor to WorkerNode::receive, which is PeerInbox::put) without a
@@ -52,11 +60,99 @@ class PushSink final : public v1::Worker::WithCallbackMethod_Push<v1::Worker::Se
   PeerInbox& inbox_;
 };
 
+/// Where the raw paths that keep the bytes put them: one contiguous buffer, as a tensor
+/// needs, filled piece by piece at the offset the pieces before left it.
+class Assembly {
+ public:
+  /// Expects `bytes` more, from the start of the buffer.
+  void expect(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    if (buffer_.size() < bytes) buffer_.resize(bytes);
+    filled_ = 0;
+    total_ = bytes;
+  }
+  /// Copies `piece` (gRPC's slices) to where the last piece ended.
+  void add(const grpc::ByteBuffer& piece) {
+    std::vector<grpc::Slice> slices;
+    if (!piece.Dump(&slices).ok()) throw std::runtime_error("a piece that cannot be read");
+    std::unique_lock lock(mutex_);
+    size_t at = filled_;
+    lock.unlock();  // one piece in flight at a time: the copy needs no lock
+    for (const auto& slice : slices) {
+      if (at + slice.size() > buffer_.size()) throw std::runtime_error("more bytes than expected");
+      std::memcpy(buffer_.data() + at, slice.begin(), slice.size());
+      at += slice.size();
+    }
+    lock.lock();
+    filled_ = at;
+    if (filled_ >= total_) done_.notify_all();
+  }
+  /// Waits until every expected byte is in.
+  void wait() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return filled_ >= total_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  std::vector<char> buffer_;
+  size_t filled_ = 0, total_ = 0;
+};
+
+/// "/raw/Pieces": a client stream whose every message is the next piece of one buffer,
+/// copied into place as it arrives.
+class PiecesReader final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit PiecesReader(Assembly& assembly) : assembly_(assembly) { StartRead(&piece_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    assembly_.add(piece_);
+    piece_.Clear();
+    StartRead(&piece_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  Assembly& assembly_;
+  grpc::ByteBuffer piece_;
+};
+
+/// "/raw/SinkCopy": one unary request whose bytes are copied into one buffer before the
+/// empty reply: raw gRPC plus the one copy any contiguous tensor received from gRPC's slices
+/// costs.
+class CopyingSink final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit CopyingSink(Assembly& assembly) : assembly_(assembly) { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
+      return;
+    }
+    assembly_.expect(request_.Length());
+    assembly_.add(request_);
+    grpc::Slice empty;
+    reply_ = grpc::ByteBuffer(&empty, 1);
+    StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  Assembly& assembly_;
+  grpc::ByteBuffer request_, reply_;
+};
+
 /// Raw bytes over gRPC: "/raw/Sink" answers with an empty message, "/raw/Echo" with the
-/// request's bytes.
+/// request's bytes; "/raw/SinkCopy" and "/raw/Pieces" keep the bytes in `assembly`.
 class RawService final : public grpc::CallbackGenericService {
  public:
+  Assembly assembly;
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override {
+    if (context->method() == "/raw/Pieces") return new PiecesReader(assembly);
+    if (context->method() == "/raw/SinkCopy") return new CopyingSink(assembly);
     class Reactor final : public grpc::ServerGenericBidiReactor {
      public:
       explicit Reactor(bool echo) : echo_(echo) { StartRead(&request_); }
@@ -151,6 +247,36 @@ std::vector<double> pushPath(const std::string& address, PeerInbox& inbox, const
   return out;
 }
 
+/// `repeat` transfers of `tensor`'s bytes over one long-lived raw stream ("/raw/Pieces"),
+/// each in `pieces` messages that reference the tensor's memory; a transfer ends when the
+/// receiver has copied its last piece into place.
+std::vector<double> piecesPath(const std::shared_ptr<grpc::Channel>& channel, Assembly& assembly,
+                               const torch::Tensor& tensor, int pieces, int repeat) {
+  static const grpc::internal::RpcMethod kPieces("/raw/Pieces", grpc::internal::RpcMethod::CLIENT_STREAMING);
+  grpc::ClientContext context;
+  grpc::ByteBuffer reply;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel.get(), kPieces, &context, &reply));
+  const char* data = static_cast<const char*>(tensor.data_ptr());
+  const size_t bytes = tensor.nbytes();
+  const size_t piece = (bytes + pieces - 1) / pieces;
+  std::vector<double> out;
+  for (int i = -5; i < repeat; ++i) {  // five warm-up transfers open the stream
+    assembly.expect(bytes);
+    const auto start = Clock::now();
+    for (size_t at = 0; at < bytes; at += piece) {
+      grpc::Slice slice(data + at, std::min(piece, bytes - at), grpc::Slice::STATIC_SLICE);
+      if (!writer->Write(grpc::ByteBuffer(&slice, 1))) throw std::runtime_error("/raw/Pieces: the stream broke");
+    }
+    assembly.wait();
+    const double ms = msSince(start);
+    if (i >= 0) out.push_back(ms);
+  }
+  writer->WritesDone();
+  (void)writer->Finish();  // the reader answers no message: only the stream's end matters here
+  return out;
+}
+
 /// `repeat` unary calls of `bytes` to `method`, one at a time.
 std::vector<double> rawCalls(grpc::GenericStub& stub, const std::string& method, size_t bytes, int repeat) {
   const std::string payload(bytes, '\x5a');
@@ -206,7 +332,8 @@ int main(int argc, char** argv) {
   RawService raw;
   std::string address;
   auto server = serve({&sink}, &raw, address);
-  grpc::GenericStub stub(stagecraft::worker::makeChannel(address));
+  auto channel = stagecraft::worker::makeChannel(address);
+  grpc::GenericStub stub(channel);
 
   struct Size {
     const char* label;
@@ -223,8 +350,9 @@ int main(int argc, char** argv) {
     rules.microbatches = 1;
     rules.max_bytes = 4 * bytes;
     inbox.open(kJob, rules);
-    // The four paths in alternating rounds, so a busy moment weighs on all of them alike.
-    std::vector<double> push_ms, copying_ms, sink_ms, echo_ms;
+    // The paths in alternating rounds, so a busy moment weighs on all of them alike.
+    std::vector<double> push_ms, copying_ms, sink_ms, echo_ms, sink_copy_ms;
+    std::array<std::vector<double>, kPieceCounts.size()> pieces_ms;
     constexpr int kRounds = 5;
     for (int r = 0; r < kRounds; ++r) {
       const int n = std::max(1, repeat / kRounds);
@@ -232,6 +360,10 @@ int main(int argc, char** argv) {
       for (double ms : pushPath(address, inbox, activation, n, step, true)) copying_ms.push_back(ms);
       for (double ms : rawCalls(stub, "/raw/Sink", bytes, n)) sink_ms.push_back(ms);
       for (double ms : rawCalls(stub, "/raw/Echo", bytes, n)) echo_ms.push_back(ms);
+      for (double ms : rawCalls(stub, "/raw/SinkCopy", bytes, n)) sink_copy_ms.push_back(ms);
+      for (size_t k = 0; k < kPieceCounts.size(); ++k) {
+        for (double ms : piecesPath(channel, raw.assembly, activation, kPieceCounts[k], n)) pieces_ms[k].push_back(ms);
+      }
     }
     const Stats push = stats(push_ms);
     const Stats copying = stats(copying_ms);
@@ -245,8 +377,14 @@ int main(int argc, char** argv) {
     row("Push copying the bytes (toProto, PeerOutbox, PeerInbox, fromProto copying)", copying);
     row("raw gRPC unary, bytes in, empty reply", sink_only);
     row("raw gRPC unary echo, bytes both ways", echo);
+    row("raw gRPC unary, bytes copied into one buffer, empty reply", stats(sink_copy_ms));
+    for (size_t k = 0; k < kPieceCounts.size(); ++k) {
+      const std::string label = "raw gRPC stream, the bytes in " + std::to_string(kPieceCounts[k]) +
+                                (kPieceCounts[k] == 1 ? " piece" : " pieces") + " copied into place as they arrive";
+      row(label.c_str(), stats(pieces_ms[k]));
+    }
   }
-  std::printf("\n%d timed transfers per row, in 5 rounds that alternate the four paths, each round after 5 "
+  std::printf("\n%d timed transfers per row, in 5 rounds that alternate the paths, each round after 5 "
               "warm-up transfers of its own; sender and receiver in one process, 127.0.0.1, with the worker's "
               "allocator settings.\n", repeat);
   server->Shutdown();
