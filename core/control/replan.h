@@ -53,8 +53,8 @@ double measuredComputeMs(const v1::IterationReport& report);
 /// (members in stage order, then member order, as buildAssignments numbers them) and the
 /// prediction is `cost`'s time for that member's share of every micro-batch. Passes that
 /// overlap an "allreduce" event are left out of both: the ring's CPU work stretches them,
-/// and the cost model prices that work on its own. A device
-/// without a measurement (no compute events yet, no samples, or outside the plan) gets the
+/// and the cost model prices that work on its own. A device without a measurement (no
+/// compute events yet or none clear of the ring, no samples, or outside the plan) gets the
 /// geometric mean of the measured devices' factors (1 when none is measured), so unmeasured
 /// devices stay comparable with measured ones. Feed it to CostModel::setComputeFactors.
 /// Throws Error when `latest` does not have one report per member.

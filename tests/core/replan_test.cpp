@@ -286,6 +286,28 @@ TEST(Replan, CalibrationLeavesOutThePassesBesideTheAllReduce) {
   EXPECT_GT(factors[1], 1.05);
 }
 
+TEST(Replan, AMemberWhosePassesAllRanBesideTheRingCountsAsUnmeasured) {
+  const ModelSpec model = testing::uniformLinearModel(4, 64);
+  const Cluster cluster = testing::makeCluster({10, 10});
+  const CostModel cost(model, cluster);
+  Plan plan;
+  plan.batch_size = 8;
+  plan.microbatches = 2;
+  plan.stages = {Stage{0, 4, {{0, 2}, {1, 2}}}};
+  const double f = cost.forwardMs(0, 0, 4, 2), b = cost.backwardMs(0, 0, 4, 2);
+  // d0: a ring over its whole step leaves nothing to measure; d1 computes twice as slow.
+  v1::IterationReport all_beside = report(0.3 * f, 0.7 * b, 2);
+  auto* ring = all_beside.add_timeline();
+  ring->set_kind("allreduce");
+  ring->set_start_ms(0);
+  ring->set_end_ms(1e6);
+  const std::vector<v1::IterationReport> latest = {all_beside, report(2 * f, 2 * b, 2)};
+  const std::vector<double> factors = computeFactors(plan, cost, latest);
+  ASSERT_EQ(factors.size(), 2u);
+  EXPECT_NEAR(factors[1], 2.0, 1e-9);
+  EXPECT_NEAR(factors[0], 2.0, 1e-9);  // unmeasured: the measured devices' geometric mean
+}
+
 TEST(Replan, RestrictClusterKeepsLiveDevicesAndTheirLinks) {
   v1::Cluster proto = testing::makeCluster({10, 20, 30}).toProto();
   auto* link = proto.add_links();
