@@ -25,6 +25,10 @@ namespace {
 
 constexpr double kLr = 0.05;
 constexpr double kMomentum = 0.9;
+/// VGG-11 at kLr swings (its loss 2.29 to 2.77 in four steps) and grows a rounding
+/// difference of 1e-7 between a pipeline and the in-process reference (another split of the
+/// convolutions' work, or another machine's kernels) past the 1e-4 the losses are held to.
+constexpr double kVggLr = 0.005;
 constexpr std::uint64_t kSeed = 11;
 constexpr int kBatch = 8;
 constexpr std::int64_t kSteps = 8;
@@ -121,6 +125,7 @@ struct RoleCase {
   std::vector<Stage> stages;  // over w0..w3
   int victim;                 // the worker SIGKILLed
   const char* action;         // what the recovery must do
+  double lr = kLr;
 };
 
 void PrintTo(const RoleCase& c, std::ostream* out) { *out << c.role << " on " << c.model << ", kill w" << c.victim; }
@@ -138,7 +143,7 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   auto workers = startWorkers({"w0", "w1", "w2", "w3"}, token.flags());
   control::CoordinatorOptions options = patientOptions();
   options.token = token.token();
-  const control::TrainingOptions training = trainingOptions();
+  const control::TrainingOptions training = trainingOptions(c.lr);
   control::RunSettings settings;
   settings.backup_every = 1;  // a backup after every step, kept by a neighbour
   settings.planner = "hybrid";
@@ -194,7 +199,7 @@ TEST_P(RuntimeRecovery, SigkillWhileTrainingCompletesEveryStepWithTheUninterrupt
   EXPECT_FALSE(run.deployedCluster().find(workers[c.victim]->name()));
 
   // Every step once, in order, with the losses of the uninterrupted run.
-  const Reference expected = reference(kSteps, model);
+  const Reference expected = reference(kSteps, model, c.lr);
   ASSERT_EQ(result.steps.size(), static_cast<size_t>(kSteps));
   for (std::int64_t i = 0; i < kSteps; ++i) {
     EXPECT_EQ(result.steps[i].step, i + 1);
@@ -383,9 +388,9 @@ INSTANTIATE_TEST_SUITE_P(
         RoleCase{"group", "mlp-128", {Stage{0, 3, {{0, 4}}}, Stage{3, 6, {{1, 2}, {2, 2}}}, Stage{6, 8, {{3, 4}}}}, 2,
                  "group"},
         RoleCase{"vgg11_middle", "vgg11", {Stage{0, 6, {{0, 4}}}, Stage{6, 12, {{1, 4}}}, Stage{12, 16, {{2, 4}}}}, 1,
-                 "replan"},
+                 "replan", kVggLr},
         RoleCase{"vgg11_group", "vgg11", {Stage{0, 6, {{0, 4}}}, Stage{6, 12, {{1, 2}, {2, 2}}}, Stage{12, 16, {{3, 4}}}},
-                 2, "group"}),
+                 2, "group", kVggLr}),
     [](const ::testing::TestParamInfo<RoleCase>& info) { return std::string(info.param.role); });
 
 }  // namespace
