@@ -1,7 +1,8 @@
 // Data-path overhead: one activation from a sending stage to a receiving one on loopback,
 // through the path the workers use (toWire, PeerOutbox's long-lived Push stream writing the
-// tensor's own memory, the service's callback reader -> PeerInbox::put, PeerInbox::take, fromProto
-// taking the parsed bytes), against a raw gRPC
+// tensor's own memory, a large one in pieces, the service's raw callback reader copying each
+// piece into place -> PeerInbox::put, PeerInbox::take, fromProto taking the bytes; and the
+// same with the tensor in one message), against a raw gRPC
 // unary call carrying the same bytes in a ByteBuffer (generic API, no protobuf), both with
 // an empty reply and echoed back. Two raw paths keep the bytes in one contiguous buffer, as
 // a received tensor must: a unary call copied on arrival (the floor for a tensor taken
@@ -31,6 +32,7 @@
 #include "allocator_settings.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
+#include "push_wire.h"
 #include "torch_stage.h"
 #include "worker_service.h"
 
@@ -49,11 +51,12 @@ constexpr std::array<int, 4> kPieceCounts = {1, 2, 4, 8};
 /// The receiving half of the worker's Push: the same reactor as WorkerService::Push
 /// (readPushStream, each tensor to WorkerNode::receive, which is PeerInbox::put) without a
 /// deployed stage around it.
-class PushSink final : public v1::Worker::WithCallbackMethod_Push<v1::Worker::Service> {
+class PushSink final : public v1::Worker::WithRawCallbackMethod_Push<v1::Worker::Service> {
  public:
   explicit PushSink(PeerInbox& inbox) : inbox_(inbox) {}
-  grpc::ServerReadReactor<v1::PeerTensor>* Push(grpc::CallbackServerContext*, v1::PushReply*) override {
-    return stagecraft::worker::readPushStream([this](v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); });
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext*, grpc::ByteBuffer* reply) override {
+    return stagecraft::worker::readPushStream(
+        reply, [this](v1::PeerTensor tensor, bool finite) { inbox_.put(std::move(tensor), finite); });
   }
 
  private:
@@ -210,11 +213,14 @@ double msSince(Clock::time_point start) {
 }
 
 /// `repeat` transfers of `activation` (rows = samples) through PeerOutbox -> PeerInbox: the
-/// worker's path (`copying` false: the tensor's memory on the wire, the parsed bytes taken),
+/// worker's path (`copying` false: the tensor's memory on the wire, in pieces of about
+/// `piece_bytes` (0: one message), each copied into place as it arrives, the bytes taken),
 /// or the path before it (the bytes copied into the message and out of it again).
 std::vector<double> pushPath(const std::string& address, PeerInbox& inbox, const torch::Tensor& activation,
-                             int repeat, std::int64_t& step, bool copying) {
+                             int repeat, std::int64_t& step, bool copying,
+                             std::size_t piece_bytes = stagecraft::worker::kPieceBytes) {
   PeerOutbox outbox(0, [](const WorkerError& e) { std::fprintf(stderr, "send failed: %s\n", e.what()); });
+  outbox.setPieceBytes(piece_bytes);
   const int samples = static_cast<int>(activation.size(0));
   std::vector<double> out;
   for (int i = -5; i < repeat; ++i) {  // five warm-up transfers open the stream
@@ -351,12 +357,13 @@ int main(int argc, char** argv) {
     rules.max_bytes = 4 * bytes;
     inbox.open(kJob, rules);
     // The paths in alternating rounds, so a busy moment weighs on all of them alike.
-    std::vector<double> push_ms, copying_ms, sink_ms, echo_ms, sink_copy_ms;
+    std::vector<double> push_ms, whole_ms, copying_ms, sink_ms, echo_ms, sink_copy_ms;
     std::array<std::vector<double>, kPieceCounts.size()> pieces_ms;
     constexpr int kRounds = 5;
     for (int r = 0; r < kRounds; ++r) {
       const int n = std::max(1, repeat / kRounds);
       for (double ms : pushPath(address, inbox, activation, n, step, false)) push_ms.push_back(ms);
+      for (double ms : pushPath(address, inbox, activation, n, step, false, 0)) whole_ms.push_back(ms);
       for (double ms : pushPath(address, inbox, activation, n, step, true)) copying_ms.push_back(ms);
       for (double ms : rawCalls(stub, "/raw/Sink", bytes, n)) sink_ms.push_back(ms);
       for (double ms : rawCalls(stub, "/raw/Echo", bytes, n)) echo_ms.push_back(ms);
@@ -373,7 +380,8 @@ int main(int argc, char** argv) {
       std::printf("| %s | %s | %.3f | %.3f | %.2f |\n", size.label, path, s.median_ms, s.p90_ms,
                   s.median_ms / sink_only.median_ms);
     };
-    row("worker Push (toWire, PeerOutbox, PeerInbox, fromProto taking the bytes)", push);
+    row("worker Push (toWire, PeerOutbox in pieces of 2 MiB, raw reader, PeerInbox, fromProto taking the bytes)", push);
+    row("worker Push, the tensor in one message", stats(whole_ms));
     row("Push copying the bytes (toProto, PeerOutbox, PeerInbox, fromProto copying)", copying);
     row("raw gRPC unary, bytes in, empty reply", sink_only);
     row("raw gRPC unary echo, bytes both ways", echo);

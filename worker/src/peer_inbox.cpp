@@ -21,7 +21,7 @@ std::string shapeText(const google::protobuf::RepeatedField<std::int64_t>& shape
 // receiving thread before the stage may take it, so four words are checked at a time (GCC
 // and Clang vector extensions: one SSE2 register) and the loop leaves only between blocks;
 // the early-leaving scalar loop it replaces was not vectorised and took ~8% of a Push.
-bool allFiniteFloats(const std::string& bytes) {
+bool allFiniteFloats(std::string_view bytes) {
   constexpr std::uint32_t kExponent = 0x7f800000u;
   const std::size_t n = bytes.size() / sizeof(float);
   const char* data = bytes.data();
@@ -62,6 +62,7 @@ std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) 
     return from + " have a bad step, micro-batch or sample range";
   }
   if (tensor.eval() && tensor.gradient()) return from + ": an evaluation pass sends no gradients";
+  if (tensor.data_bytes() != 0 || tensor.data_offset() != 0) return from + ": a piece of a tensor, not all of it";
   if (tensor.eval() ? tensor.micro_batch() >= kMaxEvalMicroBatches : tensor.micro_batch() >= rules.microbatches) {
     return from + " are for micro-batch " + std::to_string(tensor.micro_batch()) + " of " +
            std::to_string(rules.microbatches);
@@ -138,9 +139,9 @@ void PeerInbox::abort(const WorkerError& reason) {
   arrived_.notify_all();
 }
 
-void PeerInbox::put(v1::PeerTensor tensor) {
+void PeerInbox::put(v1::PeerTensor tensor, std::optional<bool> checked_finite) {
   // Outside the lock: a scan of a large activation must not hold up the stage's take().
-  const bool finite = allFiniteFloats(tensor.tensor().data());
+  const bool finite = checked_finite ? *checked_finite : allFiniteFloats(tensor.tensor().data());
   {
     std::lock_guard lock(mutex_);
     if (aborted_) throw *aborted_;

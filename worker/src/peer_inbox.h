@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -54,7 +55,9 @@ class PeerInbox {
   /// send, a wrong shape, dtype or size), ResourceExhausted past max_bytes, or the abort
   /// reason. Values that are not finite are taken, and counted (nonFiniteSlices()): they are
   /// a diverging peer's, and the coordinator's divergence guard sees them in the loss.
-  void put(v1::PeerTensor tensor);
+  /// `finite`: whether its values are all finite, when the caller has checked them as they
+  /// arrived (PieceAssembler); scanned here when not given.
+  void put(v1::PeerTensor tensor, std::optional<bool> finite = std::nullopt);
 
   /// Slices taken in that held a NaN or an infinity, since open(); the stage logs each new
   /// one to the coordinator.
@@ -92,6 +95,6 @@ std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules);
 
 /// Whether every float32 in `bytes` (native byte order; a trailing partial word is ignored)
 /// is finite: no NaN and no infinity.
-bool allFiniteFloats(const std::string& bytes);
+bool allFiniteFloats(std::string_view bytes);
 
 }  // namespace stagecraft::worker

@@ -9,6 +9,7 @@
 
 #include "control/cluster_token.h"
 #include "control/transport_security.h"
+#include "push_wire.h"
 #include "status_mapping.h"
 
 namespace stagecraft::worker {
@@ -35,27 +36,33 @@ struct Outgoing {
 
 void releasePayload(void* owner) { delete static_cast<std::shared_ptr<const void>*>(owner); }
 
-/// The wire form of `out`: the message as protobuf writes it, then, for a payload, the field
-/// `tensor` once more holding only `data`. Protobuf merges a repeated embedded message into
-/// the first, so the receiver parses the PeerTensor it would have got from one message with
-/// the data inside; the payload's bytes are a slice of their own, referenced, not copied.
-grpc::ByteBuffer wireMessage(const Outgoing& out) {
+/// The wire form of `out` with bytes [offset, offset + size) of its payload: the message as
+/// protobuf writes it, then, for a payload, the field `tensor` once more holding only
+/// `data`. Protobuf merges a repeated embedded message into the first, so the receiver
+/// parses the PeerTensor it would have got from one message with the data inside; the
+/// payload's bytes are a slice of their own, referenced, not copied. Part of a payload is a
+/// piece (data_offset, data_bytes).
+grpc::ByteBuffer wireMessage(Outgoing& out, std::size_t offset, std::size_t size) {
   namespace wire = google::protobuf::internal;
   using google::protobuf::io::CodedOutputStream;
+  if (size < out.payload.size) {
+    out.tensor.set_data_offset(static_cast<std::int64_t>(offset));
+    out.tensor.set_data_bytes(static_cast<std::int64_t>(out.payload.size));
+  }
   // The prefix that opens the second `tensor` field, up to the payload's bytes.
   std::uint8_t prefix[4 * 10];
   std::uint8_t* end = prefix;
-  if (out.payload.size > 0) {
+  if (size > 0) {
     const std::uint32_t data_tag = wire::WireFormatLite::MakeTag(v1::Tensor::kDataFieldNumber,
                                                                  wire::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
     const std::uint32_t tensor_tag = wire::WireFormatLite::MakeTag(v1::PeerTensor::kTensorFieldNumber,
                                                                    wire::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
     const std::uint64_t inner =
-        CodedOutputStream::VarintSize32(data_tag) + CodedOutputStream::VarintSize64(out.payload.size) + out.payload.size;
+        CodedOutputStream::VarintSize32(data_tag) + CodedOutputStream::VarintSize64(size) + size;
     end = CodedOutputStream::WriteVarint32ToArray(tensor_tag, end);
     end = CodedOutputStream::WriteVarint64ToArray(inner, end);
     end = CodedOutputStream::WriteVarint32ToArray(data_tag, end);
-    end = CodedOutputStream::WriteVarint64ToArray(out.payload.size, end);
+    end = CodedOutputStream::WriteVarint64ToArray(size, end);
   }
   // The message and the prefix, serialised once into a slice of their own (what the
   // generated stub's serialiser does for a whole message).
@@ -65,10 +72,10 @@ grpc::ByteBuffer wireMessage(const Outgoing& out) {
   auto* at = const_cast<std::uint8_t*>(first.begin());  // freshly allocated, ours to fill
   out.tensor.SerializeWithCachedSizesToArray(at);
   std::memcpy(at + head, prefix, prefix_size);
-  if (out.payload.size == 0) return grpc::ByteBuffer(&first, 1);
+  if (size == 0) return grpc::ByteBuffer(&first, 1);
   grpc::Slice slices[2] = {
       std::move(first),
-      grpc::Slice(const_cast<char*>(out.payload.data), out.payload.size, releasePayload,
+      grpc::Slice(const_cast<char*>(out.payload.data + offset), size, releasePayload,
                   new std::shared_ptr<const void>(out.payload.owner)),
   };
   return grpc::ByteBuffer(slices, 2);
@@ -117,7 +124,7 @@ bool LinkPacer::send(std::size_t bytes, const std::function<bool()>& stop) {
 }
 
 PeerOutbox::PeerOutbox(LinkPacer* link, std::function<void(const WorkerError&)> on_error, std::string token)
-    : link_(link), on_error_(std::move(on_error)), token_(std::move(token)) {}
+    : link_(link), on_error_(std::move(on_error)), token_(std::move(token)), piece_bytes_(kPieceBytes) {}
 
 PeerOutbox::~PeerOutbox() {
   {
@@ -188,7 +195,13 @@ void PeerOutbox::runPeer(Peer& peer) {
       peer.writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(peer.channel.get(), kPush,
                                                                                      &peer.context, &peer.reply));
     }
-    const bool ok = peer.writer->Write(wireMessage(out));
+    // A large payload in pieces (push_wire.h): the receiver copies each into place while
+    // the next is on the wire.
+    bool ok = true;
+    for (const auto& [offset, size] : pushPieces(out.payload.size, piece_bytes_)) {
+      ok = peer.writer->Write(wireMessage(out, offset, size));
+      if (!ok) break;
+    }
     const v1::PeerTensor& tensor = out.tensor;
     {
       std::lock_guard lock(mutex_);

@@ -69,6 +69,9 @@ class PeerOutbox {
   /// Finishes the streams (cancel() first to drop what is queued).
   ~PeerOutbox();
 
+  /// Payloads over 1.5 times `bytes` go in pieces of about that size (push_wire.h;
+  /// kPieceBytes unless set; 0: whole). Before the first send.
+  void setPieceBytes(std::size_t bytes) { piece_bytes_ = bytes; }
   /// Queues `tensor` for `peer`; with a `payload`, `tensor`'s data must be empty and the
   /// payload's bytes become it on the wire (a receiver parses an ordinary PeerTensor).
   void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor, WirePayload payload = {});
@@ -88,6 +91,7 @@ class PeerOutbox {
   LinkPacer* link_;
   std::function<void(const WorkerError&)> on_error_;
   std::string token_;
+  std::size_t piece_bytes_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;

@@ -479,7 +479,9 @@ void WorkerNode::setWeights(const v1::StageWeights& weights) {
   runtime->setWeights(weights);
 }
 
-void WorkerNode::receive(v1::PeerTensor tensor) { inbox_.put(std::move(tensor)); }
+void WorkerNode::receive(v1::PeerTensor tensor, std::optional<bool> finite) {
+  inbox_.put(std::move(tensor), finite);
+}
 
 void WorkerNode::holdBackup(v1::StageWeights state, const std::string& sender) {
   {

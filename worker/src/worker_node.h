@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -60,8 +61,8 @@ class WorkerNode {
   /// Parameters and buffers, and with `optimizer_state` the optimizer's state too.
   v1::StageWeights weights(bool optimizer_state = false);
   void setWeights(const v1::StageWeights& weights);
-  /// A peer's slice (Push).
-  void receive(v1::PeerTensor tensor);
+  /// A peer's slice (Push); `finite` as PeerInbox::put takes it.
+  void receive(v1::PeerTensor tensor, std::optional<bool> finite = std::nullopt);
   /// A neighbour's stage state (StoreBackup). Throws FailedPrecondition for a job other
   /// than the one deployed here.
   void holdBackup(v1::StageWeights state, const std::string& sender);

@@ -3,7 +3,11 @@
 #include <optional>
 #include <string_view>
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include "control/cluster_token.h"
+#include "peer_outbox.h"
+#include "push_wire.h"
 #include "status_mapping.h"
 #include "worker_node.h"
 
@@ -22,31 +26,54 @@ grpc::Status authorizeCaller(const grpc::ServerContextBase& context, const std::
 
 namespace {
 
-class PushReader final : public grpc::ServerReadReactor<v1::PeerTensor> {
+class PushReader final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  explicit PushReader(std::function<void(v1::PeerTensor)> receive) : receive_(std::move(receive)) {
-    StartRead(&tensor_);
+  PushReader(grpc::ByteBuffer* reply, PushReceiver receive)
+      : receive_(std::move(receive)), assembler_(static_cast<std::size_t>(kMaxMessageBytes)) {
+    // The reply is an empty PushReply: no bytes, but a message.
+    grpc::Slice empty;
+    *reply = grpc::ByteBuffer(&empty, 1);
+    StartRead(&message_);
   }
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the sender finished its stream, or it broke
+    if (!ok) {  // the sender finished its stream, or it broke (a half-assembled tensor goes with it)
       Finish(grpc::Status::OK);
       return;
     }
-    if (grpc::Status failed = guarded([&] { receive_(std::move(tensor_)); }); !failed.ok()) {
+    if (grpc::Status failed = guarded([&] { take(); }); !failed.ok()) {
       Finish(failed);
       return;
     }
-    tensor_.Clear();
-    StartRead(&tensor_);
+    message_.Clear();
+    StartRead(&message_);
   }
   void OnDone() override { delete this; }
 
  private:
-  std::function<void(v1::PeerTensor)> receive_;
-  v1::PeerTensor tensor_;
+  /// The header parsed, the tensor bytes copied once from gRPC's slices into place.
+  void take() {
+    PushMessage message;
+    {
+      grpc::ProtoBufferReader header(&message_);
+      if (!readPushHeader(header, message_.Length(), message)) {
+        throw WorkerError(ErrorCode::InvalidArgument, "a Push message that is not a PeerTensor");
+      }
+    }
+    const std::int64_t at = message.data_at;
+    const std::size_t size = message.data_size;
+    auto done = assembler_.add(std::move(message), [&](std::string& into, bool* finite) {
+      grpc::ProtoBufferReader bytes(&message_);
+      return appendMessageBytes(bytes, at, size, into, finite);
+    });
+    if (done) receive_(std::move(done->tensor), done->finite);
+  }
+
+  PushReceiver receive_;
+  PieceAssembler assembler_;
+  grpc::ByteBuffer message_;
 };
 
-class PushRefusal final : public grpc::ServerReadReactor<v1::PeerTensor> {
+class PushRefusal final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   explicit PushRefusal(grpc::Status status) { Finish(std::move(status)); }
   void OnDone() override { delete this; }
@@ -54,11 +81,11 @@ class PushRefusal final : public grpc::ServerReadReactor<v1::PeerTensor> {
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::PeerTensor>* readPushStream(std::function<void(v1::PeerTensor)> receive) {
-  return new PushReader(std::move(receive));
+grpc::ServerReadReactor<grpc::ByteBuffer>* readPushStream(grpc::ByteBuffer* reply, PushReceiver receive) {
+  return new PushReader(reply, std::move(receive));
 }
 
-grpc::ServerReadReactor<v1::PeerTensor>* refusePushStream(grpc::Status status) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* refusePushStream(grpc::Status status) {
   return new PushRefusal(std::move(status));
 }
 
@@ -142,9 +169,10 @@ grpc::Status WorkerService::SetWeights(grpc::ServerContext* context, const v1::S
   return guarded([&] { node_.setWeights(*request); });
 }
 
-grpc::ServerReadReactor<v1::PeerTensor>* WorkerService::Push(grpc::CallbackServerContext* context, v1::PushReply*) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* WorkerService::Push(grpc::CallbackServerContext* context,
+                                                               grpc::ByteBuffer* reply) {
   if (grpc::Status denied = authorize(*context); !denied.ok()) return refusePushStream(std::move(denied));
-  return readPushStream([this](v1::PeerTensor tensor) { node_.receive(std::move(tensor)); });
+  return readPushStream(reply, [this](v1::PeerTensor tensor, bool finite) { node_.receive(std::move(tensor), finite); });
 }
 
 grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,

@@ -14,19 +14,26 @@ class WorkerNode;
 /// an empty `token` lets everyone in).
 grpc::Status authorizeCaller(const grpc::ServerContextBase& context, const std::string& token);
 
-/// Reads one Push stream on gRPC's callback threads and hands each tensor to `receive` as
-/// soon as it is parsed; `receive` must not block. What `receive` throws ends the stream
-/// with that error's status. A synchronous handler's Read costs a hand-off between threads
-/// per message (about 0.4 ms of a 4 MiB activation's 1.9 ms on loopback, bench_data_path).
-grpc::ServerReadReactor<v1::PeerTensor>* readPushStream(std::function<void(v1::PeerTensor)> receive);
+/// What a Push stream hands on: each tensor taken whole, and whether its float32 values are
+/// all finite (checked as its bytes came in).
+using PushReceiver = std::function<void(v1::PeerTensor, bool finite)>;
+/// Reads one Push stream on gRPC's callback threads, raw: each message's header is parsed
+/// and its tensor bytes copied once from gRPC's slices to their place (push_wire.h), a
+/// tensor sent in pieces (PeerOutbox) assembled piece by piece as they arrive, and each
+/// tensor handed to `receive` as soon as it is whole; `receive` must not block. What
+/// `receive` throws, or a message that is no PeerTensor, ends the stream with that error's
+/// status. `reply` is the call's response, set to an empty PushReply. A synchronous
+/// handler's Read costs a hand-off between threads per message (about 0.4 ms of a 4 MiB
+/// activation's 1.9 ms on loopback, bench_data_path).
+grpc::ServerReadReactor<grpc::ByteBuffer>* readPushStream(grpc::ByteBuffer* reply, PushReceiver receive);
 /// A Push stream refused before its first message (an unauthenticated caller).
-grpc::ServerReadReactor<v1::PeerTensor>* refusePushStream(grpc::Status status);
+grpc::ServerReadReactor<grpc::ByteBuffer>* refusePushStream(grpc::Status status);
 
 /// The gRPC face of a WorkerNode: checks the caller's cluster token, unpacks requests,
 /// delegates, maps errors (through status_mapping.h, nowhere else). Push, the stream of
 /// activations and gradients, is served by callbacks (readPushStream); the rest by gRPC's
 /// synchronous thread pool.
-class WorkerService final : public v1::Worker::WithCallbackMethod_Push<v1::Worker::Service> {
+class WorkerService final : public v1::Worker::WithRawCallbackMethod_Push<v1::Worker::Service> {
  public:
   /// `token`: what every call must carry under control::kTokenMetadataKey; empty: nothing
   /// (an --insecure worker).
@@ -42,7 +49,7 @@ class WorkerService final : public v1::Worker::WithCallbackMethod_Push<v1::Worke
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatReply* reply) override;
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) override;
-  grpc::ServerReadReactor<v1::PeerTensor>* Push(grpc::CallbackServerContext* context, v1::PushReply*) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* context, grpc::ByteBuffer* reply) override;
   grpc::Status StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
                            v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request, v1::BackupList* reply) override;

@@ -1,0 +1,5 @@
+xºººfloAt32
+
+PÀPxxxxxxxxxxxxxxxxx2xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxtxxxxxxxxøxxxxxxxxxyxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx@xxxxxxxxxxx2P:PPPPPPÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿPÀPxxxxxxxxxx8xxxxxxxxxxxxxxxxxxxxxxxxx!xxxxxxxxxtxxxxxxxx32
+
+PÀPxxxxxxxxxxxxxxxxx2xxxxxxxxxxxxxøxxxxxxxxxyxxxxxxxxxxxxˆ‡‡‡‡‡‡xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx4P:
