@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "fuzz_support.h"
+#include "peer_inbox.h"
 #include "push_wire.h"
 #include "stagecraft/v1/worker.pb.h"
 #include "worker_error.h"
@@ -58,7 +59,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto done = assembler.add(message, [&](std::string& into, bool* finite) {
       return worker::appendMessageBytes(copy_in, message.data_at, message.data_size, into, finite);
     });
-    if (done) fuzz::require(done->tensor.data_bytes() == 0, "a whole tensor carries no piece fields");
+    if (done) {
+      fuzz::require(done->tensor.data_bytes() == 0, "a whole tensor carries no piece fields");
+      const std::string& copied = done->tensor.tensor().data();
+      fuzz::require(copied == parsed.tensor().data(), "the bytes copied in place are the message's");
+      // The check made while copying, slice by slice, agrees with a scan of the whole copy.
+      if (done->tensor.tensor().dtype() == "float32") {
+        fuzz::require(done->finite == worker::allFiniteFloats(copied), "the finite check of the copy");
+      }
+    }
   } catch (const worker::WorkerError& e) {
     fuzz::require(e.code() == worker::ErrorCode::InvalidArgument, "a bad piece is an invalid argument");
   }

@@ -147,12 +147,16 @@ TEST(PeerInbox, EveryNonFiniteValueIsFoundWhereverItSits) {
       }
     }
   }
-  // A trailing partial word is not a float.
+  // A trailing partial word is not a float; it is copied all the same.
   EXPECT_TRUE(allFiniteFloats(std::string("\xff\xff\xff", 3)));
+  std::string partial = std::string(4 * 40, '\0') + "\xff\xff\xff";
+  std::string copy(partial.size(), 'x');
+  EXPECT_TRUE(copyFiniteFloats(copy.data(), partial.data(), partial.size()));
+  EXPECT_EQ(copy, partial);
 }
 
-TEST(PeerInbox, TheScanAgreesWithTheExponentOfEveryWordInEveryLane) {
-  // Every lane of every vector in two rounds plus a tail, from every byte offset (gRPC's
+TEST(PeerInbox, TheScanAndTheCopyAgreeWithTheExponentOfEveryWordInEveryLane) {
+  // allFiniteFloats and copyFiniteFloats: every lane of every vector in two rounds plus a tail, from every byte offset (gRPC's
   // slices need not be aligned), with the non-finite patterns of both signs and any payload
   // and the finite words beside them: the largest, the subnormals, an exponent one short.
   const std::vector<std::uint32_t> non_finite = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
@@ -170,10 +174,23 @@ TEST(PeerInbox, TheScanAgreesWithTheExponentOfEveryWordInEveryLane) {
         bytes.append(reinterpret_cast<const char*>(words.data()), kWords * sizeof(std::uint32_t));
         return std::string_view(bytes).substr(offset);
       };
+      // The copying check writes exactly the bytes it reads, whatever it finds.
+      auto copied = [&](std::string_view from, bool& finite) {
+        std::string to(from.size() + 1, '\x11');
+        finite = copyFiniteFloats(to.data(), from.data(), from.size());
+        EXPECT_EQ(to.back(), '\x11') << "a byte written past the copy";
+        to.pop_back();
+        return to;
+      };
+      bool finite = false;
       EXPECT_TRUE(allFiniteFloats(view())) << "finite words, offset " << offset;
+      EXPECT_EQ(copied(view(), finite), view());
+      EXPECT_TRUE(finite) << "finite words copied, offset " << offset;
       for (const std::uint32_t word : non_finite) {
         words[at] = word;
         EXPECT_FALSE(allFiniteFloats(view())) << std::hex << word << std::dec << " at " << at << ", offset " << offset;
+        EXPECT_EQ(copied(view(), finite), view());
+        EXPECT_FALSE(finite) << std::hex << word << std::dec << " copied at " << at << ", offset " << offset;
       }
     }
   }

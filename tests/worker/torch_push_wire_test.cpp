@@ -161,24 +161,30 @@ TEST(PushWire, RefusesWhatProtobufRefuses) {
 }
 
 TEST(PushWire, CopiedBytesAreCheckedForNonFiniteValuesWhereverTheSlicesCutThem) {
-  const std::string clean = floats(40);
-  for (int block = 1; block <= 9; ++block) {
-    std::string into;
-    bool finite = true;
-    ArrayInputStream in(clean.data(), static_cast<int>(clean.size()), block);
-    ASSERT_TRUE(appendMessageBytes(in, 0, clean.size(), into, &finite));
-    EXPECT_EQ(into, clean);
-    EXPECT_TRUE(finite) << "slices of " << block;
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
-      for (std::size_t word = 0; word < 40; ++word) {
-        std::string data = clean;
-        std::memcpy(data.data() + word * sizeof bad, &bad, sizeof bad);
-        std::string got = "head";  // whole words before: the check starts after them
-        finite = true;
-        ArrayInputStream stream(data.data(), static_cast<int>(data.size()), block);
-        ASSERT_TRUE(appendMessageBytes(stream, 0, data.size(), got, &finite));
-        EXPECT_EQ(got, "head" + data);
-        EXPECT_FALSE(finite) << bad << " at word " << word << ", slices of " << block;
+  // Slices of 1-9 bytes cut every word; slices of 127-1 000 bytes run the vector loop and
+  // leave words to finish in the next slice; a message offset of 3 bytes puts every word
+  // across the slices' alignment.
+  constexpr std::size_t kWords = 400;
+  for (const std::size_t skip : {std::size_t{0}, std::size_t{3}}) {
+    const std::string clean = std::string(skip, '@') + floats(kWords);
+    for (int block : {1, 2, 3, 4, 5, 6, 7, 8, 9, 127, 128, 129, 131, 512, 1000}) {
+      std::string into;
+      bool finite = true;
+      ArrayInputStream in(clean.data(), static_cast<int>(clean.size()), block);
+      ASSERT_TRUE(appendMessageBytes(in, static_cast<std::int64_t>(skip), clean.size() - skip, into, &finite));
+      EXPECT_EQ(into, clean.substr(skip));
+      EXPECT_TRUE(finite) << "slices of " << block;
+      for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        for (std::size_t word = 0; word < kWords; ++word) {
+          std::string data = clean;
+          std::memcpy(data.data() + skip + word * sizeof bad, &bad, sizeof bad);
+          std::string got = "head";  // whole words before: the check starts after them
+          finite = true;
+          ArrayInputStream stream(data.data(), static_cast<int>(data.size()), block);
+          ASSERT_TRUE(appendMessageBytes(stream, static_cast<std::int64_t>(skip), data.size() - skip, got, &finite));
+          ASSERT_EQ(got, "head" + data.substr(skip)) << bad << " at word " << word << ", slices of " << block;
+          EXPECT_FALSE(finite) << bad << " at word " << word << ", slices of " << block << ", offset " << skip;
+        }
       }
     }
   }

@@ -17,6 +17,12 @@ std::string shapeText(const google::protobuf::RepeatedField<std::int64_t>& shape
 
 constexpr std::uint32_t kExponent = 0x7f800000u;
 
+bool finiteWord(const char* at) {
+  std::uint32_t word;
+  std::memcpy(&word, at, sizeof word);
+  return (word & kExponent) != kExponent;
+}
+
 #if defined(__GNUC__)
 // Eight float32 words; without AVX the compiler splits each operation in two SSE2 ones.
 typedef std::uint32_t Words8 __attribute__((vector_size(32)));
@@ -24,45 +30,70 @@ constexpr std::size_t kLanes = sizeof(Words8) / sizeof(std::uint32_t);
 constexpr std::size_t kStride = 4 * kLanes;  // four independent accumulators per round
 constexpr std::size_t kBlock = 4096;         // words between the chances to leave early
 
-// Sets in `bad` the lanes of the eight words at `at` that are not finite.
-void markNonFinite(Words8& bad, const char* at) {
+// Loads the eight words at `from` + `at` (and stores them at `to` + `at` when copying),
+// setting in `bad` the lanes of those that are not finite.
+template <bool kCopy>
+[[gnu::always_inline]] inline void visit(Words8& bad, char* to, const char* from, std::size_t at) {
   Words8 words;
-  std::memcpy(&words, at, sizeof words);
+  std::memcpy(&words, from + at, sizeof words);
+  if constexpr (kCopy) std::memcpy(to + at, &words, sizeof words);
   const Words8 exponent = Words8{} + kExponent;
   bad |= (Words8)((words & exponent) == exponent);
 }
 
-// Scans the whole rounds of `n` words; returns how many words it scanned, or `n` + 1 on
-// a non-finite one. Built twice on x86-64 with GCC (AVX2 and the baseline); the loader
-// picks the clone this CPU runs.
-#if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-std::size_t scanRounds(const char* data, std::size_t n) {
+struct Rounds {
+  std::size_t words;  // visited
+  bool finite;
+};
+
+// Visits the whole rounds of `n` words. A scan stops at the first block with a non-finite
+// word; a copy goes on copying without checking.
+template <bool kCopy>
+[[gnu::always_inline]] inline Rounds visitRounds(char* to, const char* from, std::size_t n) {
   const std::size_t rounds_end = n - n % kStride;
   std::size_t i = 0;
   while (i < rounds_end) {
     const std::size_t block_end = std::min(rounds_end, i + kBlock);
     Words8 a{}, b{}, c{}, d{};
     for (; i < block_end; i += kStride) {
-      const char* at = data + i * sizeof(float);
-      markNonFinite(a, at);
-      markNonFinite(b, at + sizeof(Words8));
-      markNonFinite(c, at + 2 * sizeof(Words8));
-      markNonFinite(d, at + 3 * sizeof(Words8));
+      const std::size_t at = i * sizeof(float);
+      visit<kCopy>(a, to, from, at);
+      visit<kCopy>(b, to, from, at + sizeof(Words8));
+      visit<kCopy>(c, to, from, at + 2 * sizeof(Words8));
+      visit<kCopy>(d, to, from, at + 3 * sizeof(Words8));
     }
     const Words8 bad = a | b | c | d;
     for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      if (bad[lane]) return n + 1;
+      if (!bad[lane]) continue;
+      if constexpr (kCopy) {
+        const std::size_t at = i * sizeof(float);
+        std::memcpy(to + at, from + at, (rounds_end - i) * sizeof(float));
+      }
+      return {rounds_end, false};
     }
   }
-  return rounds_end;
+  return {rounds_end, true};
 }
+
+// Built twice on x86-64 with GCC (AVX2 and the baseline); the loader picks the clone this
+// CPU runs.
+#if defined(__x86_64__) && !defined(__clang__)
+#define STAGECRAFT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define STAGECRAFT_VECTOR_CLONES
+#endif
+STAGECRAFT_VECTOR_CLONES Rounds scanRounds(const char* from, std::size_t n) {
+  return visitRounds<false>(nullptr, from, n);
+}
+STAGECRAFT_VECTOR_CLONES Rounds copyRounds(char* to, const char* from, std::size_t n) {
+  return visitRounds<true>(to, from, n);
+}
+#undef STAGECRAFT_VECTOR_CLONES
 #endif
 
 }  // namespace
 
-// A NaN or an infinity has every exponent bit set. A 4 MiB activation is scanned on the
+// A NaN or an infinity has every exponent bit set. A 4 MiB activation is checked on the
 // receiving thread as its bytes land, so the words are checked 32 at a time in four
 // independent vectors (GCC and Clang vector extensions) and the loop leaves only between
 // 16 KiB blocks. Against one SSE2 vector this more than halves the scan (4 MiB: 0.17-0.18 ms
@@ -72,15 +103,32 @@ bool allFiniteFloats(std::string_view bytes) {
   const char* data = bytes.data();
   std::size_t i = 0;
 #if defined(__GNUC__)
-  i = scanRounds(data, n);
-  if (i > n) return false;
+  const Rounds rounds = scanRounds(data, n);
+  if (!rounds.finite) return false;
+  i = rounds.words;
 #endif
   for (; i < n; ++i) {
-    std::uint32_t word;
-    std::memcpy(&word, data + i * sizeof word, sizeof word);
-    if ((word & kExponent) == kExponent) return false;
+    if (!finiteWord(data + i * sizeof(float))) return false;
   }
   return true;
+}
+
+// Checking the words in the registers that copy them costs nothing over the copy: 4 MiB in
+// 16 KiB slices took 0.13-0.16 ms, against 0.15-0.18 ms for memcpy alone and 0.20-0.23 ms
+// for memcpy then allFiniteFloats on what it wrote (best of 7 rounds of 100, this machine).
+bool copyFiniteFloats(char* to, const char* from, std::size_t bytes) {
+  const std::size_t n = bytes / sizeof(float);
+  std::size_t i = 0;
+  bool finite = true;
+#if defined(__GNUC__)
+  const Rounds rounds = copyRounds(to, from, n);
+  finite = rounds.finite;
+  i = rounds.words;
+#endif
+  const std::size_t at = i * sizeof(float);
+  if (bytes > at) std::memcpy(to + at, from + at, bytes - at);
+  for (; finite && i < n; ++i) finite = finiteWord(to + i * sizeof(float));
+  return finite;
 }
 
 std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules) {

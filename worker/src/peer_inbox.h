@@ -97,4 +97,8 @@ std::string inboxRefusal(const v1::PeerTensor& tensor, const InboxRules& rules);
 /// is finite: no NaN and no infinity.
 bool allFiniteFloats(std::string_view bytes);
 
+/// Copies `bytes` bytes from `from` to `to` (not overlapping) and returns whether every whole
+/// float32 word copied is finite (allFiniteFloats of the copy), checked as it is copied.
+bool copyFiniteFloats(char* to, const char* from, std::size_t bytes);
+
 }  // namespace stagecraft::worker

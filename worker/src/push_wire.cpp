@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "peer_inbox.h"
 #include "worker_error.h"
@@ -73,6 +74,34 @@ bool readTensorField(CodedInputStream& in, std::string& rest, PushMessage& out) 
   return false;
 }
 
+// Appends `size` bytes to `into` (whose whole words are checked) and checks every float32
+// word they complete; a word they leave partial is checked by the append that completes it.
+// The whole words are checked in the registers that copy them (copyFiniteFloats), written
+// where resize_and_overwrite (C++23, push_wire.cpp's standard; CMakeLists) lets them be
+// written without zeroing the string's new bytes first.
+bool appendCheckingFloats(std::string& into, const char* from, std::size_t size) {
+  bool finite = true;
+  const std::size_t lead = std::min(size, (sizeof(float) - into.size() % sizeof(float)) % sizeof(float));
+  if (lead > 0) {
+    into.append(from, lead);
+    if (into.size() % sizeof(float) == 0) finite = allFiniteFloats(std::string_view(into).substr(into.size() - sizeof(float)));
+    from += lead;
+    size -= lead;
+  }
+  const std::size_t whole = size - size % sizeof(float);
+#if defined(__cpp_lib_string_resize_and_overwrite)
+  into.resize_and_overwrite(into.size() + whole, [&](char* to, std::size_t n) {
+    if (!copyFiniteFloats(to + (n - whole), from, whole)) finite = false;
+    return n;
+  });
+#else
+  into.append(from, whole);
+  if (!allFiniteFloats(std::string_view(into).substr(into.size() - whole))) finite = false;
+#endif
+  into.append(from + whole, size - whole);
+  return finite;
+}
+
 }  // namespace
 
 bool readPushHeader(google::protobuf::io::ZeroCopyInputStream& message, std::size_t size, PushMessage& out) {
@@ -119,19 +148,17 @@ bool appendMessageBytes(google::protobuf::io::ZeroCopyInputStream& message, std:
                         std::string& into, bool* finite) {
   if (at < 0 || at > std::numeric_limits<int>::max() || !message.Skip(static_cast<int>(at))) return false;
   into.reserve(into.size() + size);
-  std::size_t checked = into.size();  // whole words up to here are checked
   while (size > 0) {
     const void* data = nullptr;
     int n = 0;
     if (!message.Next(&data, &n)) return false;
     const std::size_t take = std::min(size, static_cast<std::size_t>(n));
-    into.append(static_cast<const char*>(data), take);
-    size -= take;
     if (finite && *finite) {
-      const std::size_t words_end = into.size() - into.size() % sizeof(float);
-      *finite = allFiniteFloats(std::string_view(into).substr(checked, words_end - checked));
-      checked = words_end;
+      *finite = appendCheckingFloats(into, static_cast<const char*>(data), take);
+    } else {
+      into.append(static_cast<const char*>(data), take);
     }
+    size -= take;
   }
   return true;
 }

@@ -37,8 +37,9 @@ bool readPushHeader(google::protobuf::io::ZeroCopyInputStream& message, std::siz
 
 /// Appends bytes [at, at + size) of `message` to `into` (one copy). False when the message
 /// is shorter. With `finite`, also checks the float32 words appended (`into` must hold
-/// whole words before) as each slice lands, while it is in cache, and sets *finite to false
-/// on a NaN or an infinity (allFiniteFloats; a trailing partial word is not checked).
+/// whole words before) as they are copied (copyFiniteFloats; a word cut between slices when
+/// its last byte lands), and sets *finite to false on a NaN or an infinity (a trailing
+/// partial word is not checked).
 bool appendMessageBytes(google::protobuf::io::ZeroCopyInputStream& message, std::int64_t at, std::size_t size,
                         std::string& into, bool* finite = nullptr);
 
