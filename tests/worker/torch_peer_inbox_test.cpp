@@ -156,41 +156,42 @@ TEST(PeerInbox, EveryNonFiniteValueIsFoundWhereverItSits) {
 }
 
 TEST(PeerInbox, TheScanAndTheCopyAgreeWithTheExponentOfEveryWordInEveryLane) {
-  // allFiniteFloats and copyFiniteFloats: every lane of every vector in two rounds plus a tail, from every byte offset (gRPC's
-  // slices need not be aligned), with the non-finite patterns of both signs and any payload
-  // and the finite words beside them: the largest, the subnormals, an exponent one short.
-  const std::vector<std::uint32_t> non_finite = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
-                                                 0xffffffffu, 0x7fbfffffu};
-  const std::vector<std::uint32_t> finite = {0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x807fffffu,
-                                             0x7f000000u, 0x3f800000u};
+  // allFiniteFloats and copyFiniteFloats: every lane of every vector in two rounds plus a
+  // tail, from every byte offset (gRPC's slices need not be aligned), with the non-finite
+  // patterns of both signs and any payload and the finite words beside them: the largest,
+  // the subnormals, an exponent one short.
+  const std::vector<std::uint32_t> non_finite_words = {0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                                       0x7f800001u, 0xffffffffu, 0x7fbfffffu};
+  const std::vector<std::uint32_t> finite_words = {0x7f7fffffu, 0xff7fffffu, 0x00000001u,
+                                                   0x807fffffu, 0x7f000000u, 0x3f800000u};
   constexpr std::size_t kWords = 2 * 32 + 5;
+  // The copying check writes exactly the bytes it reads, whatever it finds.
+  auto copied = [](std::string_view from, bool& all_finite) {
+    std::string to(from.size() + 1, '\x11');
+    all_finite = copyFiniteFloats(to.data(), from.data(), from.size());
+    EXPECT_EQ(to.back(), '\x11') << "a byte written past the copy";
+    to.pop_back();
+    return to;
+  };
   for (std::size_t offset = 0; offset < sizeof(float); ++offset) {
     for (std::size_t at = 0; at < kWords; ++at) {
       std::vector<std::uint32_t> words(kWords);
-      for (std::size_t i = 0; i < kWords; ++i) words[i] = finite[(i + at) % finite.size()];
+      for (std::size_t i = 0; i < kWords; ++i) words[i] = finite_words[(i + at) % finite_words.size()];
       std::string bytes(offset, '\xff');  // not part of the view; only shifts the words' alignment
       auto view = [&] {
         bytes.resize(offset);
         bytes.append(reinterpret_cast<const char*>(words.data()), kWords * sizeof(std::uint32_t));
         return std::string_view(bytes).substr(offset);
       };
-      // The copying check writes exactly the bytes it reads, whatever it finds.
-      auto copied = [&](std::string_view from, bool& finite) {
-        std::string to(from.size() + 1, '\x11');
-        finite = copyFiniteFloats(to.data(), from.data(), from.size());
-        EXPECT_EQ(to.back(), '\x11') << "a byte written past the copy";
-        to.pop_back();
-        return to;
-      };
-      bool finite = false;
+      bool all_finite = false;
       EXPECT_TRUE(allFiniteFloats(view())) << "finite words, offset " << offset;
-      EXPECT_EQ(copied(view(), finite), view());
-      EXPECT_TRUE(finite) << "finite words copied, offset " << offset;
-      for (const std::uint32_t word : non_finite) {
+      EXPECT_EQ(copied(view(), all_finite), view());
+      EXPECT_TRUE(all_finite) << "finite words copied, offset " << offset;
+      for (const std::uint32_t word : non_finite_words) {
         words[at] = word;
         EXPECT_FALSE(allFiniteFloats(view())) << std::hex << word << std::dec << " at " << at << ", offset " << offset;
-        EXPECT_EQ(copied(view(), finite), view());
-        EXPECT_FALSE(finite) << std::hex << word << std::dec << " copied at " << at << ", offset " << offset;
+        EXPECT_EQ(copied(view(), all_finite), view());
+        EXPECT_FALSE(all_finite) << std::hex << word << std::dec << " copied at " << at << ", offset " << offset;
       }
     }
   }
