@@ -136,9 +136,20 @@ double CostModel::profiledMs(int d, int begin, int end, int samples, bool backwa
   const auto& table = backward ? p.bwd : p.fwd;
   auto at = [&](size_t k) { return table[k][end] - table[k][begin]; };
   const size_t n = p.batches.size();
-  if (n == 1 || samples <= p.batches.front()) {
-    return at(0) * samples / p.batches.front();
+  if (samples < p.batches.front()) {
+    // Below the smallest size timed: no faster than that size, and no cheaper per sample
+    // (a micro-batch reads every weight whatever its samples). In proportion, the cost of
+    // reading the weights vanished: a profile timed at 64 alone once priced micro-batches
+    // of 4 at a sixteenth of its time, and the plan of many small micro-batches it chose
+    // measured 16x slower than predicted. Between the bounds, the line through the two
+    // smallest sizes; with one size, its time.
+    const double x0 = p.batches.front(), y0 = at(0);
+    const double least = y0 * samples / x0;
+    if (n == 1) return y0;
+    const double x1 = p.batches[1], y1 = at(1);
+    return std::clamp(y0 + (y1 - y0) * (samples - x0) / (x1 - x0), least, y0);
   }
+  if (n == 1) return at(0) * samples / p.batches.front();
   // Past the largest size timed, in proportion to it: the slope between the two largest
   // sizes carries their noise far out (a stall in one of them once made a stage's backward
   // at twice the largest size come out at 0 ms, and the plan that put it there measured

@@ -427,6 +427,30 @@ TEST(CostModel, AStallInTheLargestProfiledSizeIsCutToo) {
   EXPECT_NEAR(cost.forwardMs(1, 0, 1, 6), 16, 1e-9);  // between 10 at 4 and 22 at 8
 }
 
+TEST(CostModel, BelowTheSmallestProfiledSizeAMicroBatchIsNoFasterThanItNorCheaperPerSample) {
+  // A profile timed at 64 alone once priced micro-batches of 4 at a sixteenth of its time,
+  // and the plan of many small micro-batches it chose measured 16x slower than predicted.
+  const ModelSpec model = testing::uniformLinearModel(1, 128);
+  const Cluster cluster = testing::makeCluster({10, 10, 10});
+  v1::ProfileSet set;
+  addSizedDevice(set, "d0", 1, {64}, {40});
+  addSizedDevice(set, "d1", 1, {8, 16}, {10, 12});  // 8 ms a micro-batch, 0.25 a sample
+  addSizedDevice(set, "d2", 1, {8, 16}, {10, 22});  // steeper than in proportion
+  CostModel cost(model, cluster);
+  cost.setProfiles(set);
+  // One size: its time, whatever fewer samples.
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 4), 40, 1e-9);
+  EXPECT_NEAR(cost.backwardMs(0, 0, 1, 16), 80, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 128), 80, 1e-9);  // above it, in proportion as before
+  // The line through the two smallest sizes, down to its fixed cost.
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 4), 9, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(1, 0, 1, 1), 8.25, 1e-9);
+  EXPECT_NEAR(cost.backwardMs(1, 0, 1, 4), 18, 1e-9);
+  // A line steeper than in proportion would price 4 samples at 4 ms: no cheaper per sample
+  // than the smallest size, 10 ms for 8.
+  EXPECT_NEAR(cost.forwardMs(2, 0, 1, 4), 5, 1e-9);
+}
+
 TEST(CostModel, ASizeTimedTwiceIsRefused) {
   const ModelSpec model = testing::uniformLinearModel(1, 128);
   const Cluster cluster = testing::makeCluster({10, 10});
