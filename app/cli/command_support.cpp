@@ -176,4 +176,29 @@ std::string describeMembers(const Stage& stage, const Cluster& cluster, int micr
   return out;
 }
 
+std::vector<std::string> profileCoverageNotes(const Plan& plan, const CostModel& cost) {
+  // One note per share and smallest size, naming every device they hold for.
+  std::vector<std::pair<std::pair<int, int>, std::vector<std::string>>> groups;
+  for (const ShareBelowProfile& s : sharesBelowProfiles(plan, cost)) {
+    const std::pair key{s.samples, s.smallest};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+    it->second.push_back(cost.cluster().device(s.device).name);
+  }
+  std::vector<std::string> notes;
+  for (const auto& [key, names] : groups) {
+    const std::string samples = std::to_string(key.first), smallest = std::to_string(key.second);
+    std::string who;
+    for (size_t i = 0; i < names.size(); ++i) {
+      who += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    }
+    notes.push_back("note: the profile" + std::string(names.size() > 1 ? "s of " : " of ") + who +
+                    " timed micro-batches of " + smallest + " samples and more; " +
+                    (names.size() > 1 ? "their " : "its ") + samples + " of each micro-batch here are priced as " +
+                    smallest + " (no faster), so the prediction is a lower bound. Profile with --micro-batches " +
+                    samples + "," + smallest + " to predict it.");
+  }
+  return notes;
+}
+
 }  // namespace stagecraft::cli

@@ -92,6 +92,10 @@ int devicesUsed(const Plan& plan);
 /// "edge-1 3/4, edge-2 1/4": a stage's members with their share of the micro-batch.
 std::string describeMembers(const Stage& stage, const Cluster& cluster, int micro_batch);
 
+/// A note per member of `plan` whose share of a micro-batch is smaller than any size its
+/// device's profile timed (sharesBelowProfiles): that time is a bound, not a prediction.
+std::vector<std::string> profileCoverageNotes(const Plan& plan, const CostModel& cost);
+
 /// A plain-text table: a header row and aligned columns, numbers right-aligned.
 class TextTable {
  public:

@@ -68,6 +68,7 @@ std::vector<std::string> explainPlan(const PlanOutcome& outcome, const CostModel
   lines.push_back("Predicted (simulated): " + fixed(sim.samples_per_second, 1) + " samples/s, iteration " +
                   fixed(sim.iteration_ms, 2) + " ms, bubble " + percent(sim.bubble_fraction) +
                   " (closed-form estimate " + fixed(estimate.samples_per_second, 1) + " samples/s)");
+  for (auto& note : profileCoverageNotes(outcome.plan, cost)) lines.push_back(std::move(note));
   return lines;
 }
 

@@ -364,6 +364,7 @@ int runRun(std::span<const std::string> args) {
               << fixed(predicted.samples_per_second, 1) << " samples/s\n";
     printStages(plan, model, cluster, std::cout);
   }
+  for (const auto& note : profileCoverageNotes(plan, cost)) std::cerr << note << "\n";
 
   // Deploy and train.
   if (resuming) {

@@ -388,6 +388,21 @@ double CostModel::soloSamplesPerSecond(int d, int batch) const {
   return ms > 0 ? batch * 1000.0 / ms : 0;
 }
 
+int CostModel::smallestProfiledBatch(int d) const {
+  return profiles_[d] ? profiles_[d]->batches.front() : 0;
+}
+
+std::vector<ShareBelowProfile> sharesBelowProfiles(const Plan& plan, const CostModel& cost) {
+  std::vector<ShareBelowProfile> out;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      const int smallest = cost.smallestProfiledBatch(m.device);
+      if (m.samples > 0 && m.samples < smallest) out.push_back({m.device, m.samples, smallest});
+    }
+  }
+  return out;
+}
+
 PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost) {
   PlanEstimate e;
   const int S = plan.stageCount();

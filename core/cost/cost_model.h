@@ -152,6 +152,9 @@ class CostModel {
   /// links and unlimited memory.
   double soloSamplesPerSecond(int d, int batch) const;
 
+  /// The smallest micro-batch device `d`'s profile timed; 0 without a profile.
+  int smallestProfiledBatch(int d) const;
+
  private:
   double profiledMs(int d, int begin, int end, int samples, bool backward) const;
 
@@ -199,6 +202,16 @@ struct PlanEstimate {
 
 /// Assumes a structurally valid plan (see validatePlan); memory is reported, not enforced.
 PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost);
+
+/// A member of a plan whose share of each micro-batch is smaller than any size its device's
+/// profile timed: priced as the smallest one (no faster), its time is a bound, not a
+/// prediction.
+struct ShareBelowProfile {
+  int device = -1;
+  int samples = 0;   ///< its share of a micro-batch
+  int smallest = 0;  ///< the smallest micro-batch its profile timed
+};
+std::vector<ShareBelowProfile> sharesBelowProfiles(const Plan& plan, const CostModel& cost);
 
 /// A memory copy's speed where no profile timed it: 4 GiB/s, a small board's.
 constexpr double kAssumedCopyMsPerMb = 0.25;

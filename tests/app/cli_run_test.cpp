@@ -245,6 +245,13 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
   EXPECT_EQ(set.devices(1).batches_size(), 2);
   // The existing --profile flag of plan reads it.
   EXPECT_EQ(run({"plan", "--cluster", cluster, "--model", "mlp", "--profile", profiles.string()}).exit_code, 0);
+  // One sample a micro-batch is fewer than the profiles timed: the plan says its prediction
+  // is a bound and how to measure it.
+  const CapturedRun small = run({"plan", "--cluster", cluster, "--model", "mlp", "--profile", profiles.string(),
+                                 "--batch", "16", "--microbatches", "16"});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_TRUE(contains(small.out, "timed micro-batches of 2 samples and more")) << small.out;
+  EXPECT_TRUE(contains(small.out, "Profile with --micro-batches 1,2 to predict it.")) << small.out;
 
   const fs::path timeline = dir_ / "timeline.json";
   const CapturedRun train = run({"run", "--cluster", cluster, "--model", "mlp", "--steps", "6", "--batch", "16",

@@ -451,6 +451,33 @@ TEST(CostModel, BelowTheSmallestProfiledSizeAMicroBatchIsNoFasterThanItNorCheape
   EXPECT_NEAR(cost.forwardMs(2, 0, 1, 4), 5, 1e-9);
 }
 
+TEST(CostModel, APlanSaysWhichSharesAreSmallerThanTheirDevicesProfiles) {
+  const ModelSpec model = testing::uniformLinearModel(2, 128);
+  const Cluster cluster = testing::makeCluster({10, 10, 10});
+  v1::ProfileSet set;
+  addSizedDevice(set, "d0", 2, {64}, {40});
+  addSizedDevice(set, "d1", 2, {1, 8}, {2, 10});  // d2: FLOPs, no profile
+  CostModel cost(model, cluster);
+  cost.setProfiles(set);
+  EXPECT_EQ(cost.smallestProfiledBatch(0), 64);
+  EXPECT_EQ(cost.smallestProfiledBatch(1), 1);
+  EXPECT_EQ(cost.smallestProfiledBatch(2), 0);
+  Plan plan;
+  plan.batch_size = 64;
+  plan.microbatches = 4;  // 16 samples a micro-batch
+  plan.stages.push_back({0, 1, {{0, 12}, {2, 4}}});
+  plan.stages.push_back({1, 2, {{1, 16}}});
+  const auto below = sharesBelowProfiles(plan, cost);
+  ASSERT_EQ(below.size(), 1u);
+  EXPECT_EQ(below[0].device, 0);
+  EXPECT_EQ(below[0].samples, 12);
+  EXPECT_EQ(below[0].smallest, 64);
+  plan.microbatches = 1;
+  plan.stages[0].members = {{0, 64}};
+  plan.stages[1].members = {{1, 64}};
+  EXPECT_TRUE(sharesBelowProfiles(plan, cost).empty());
+}
+
 TEST(CostModel, ASizeTimedTwiceIsRefused) {
   const ModelSpec model = testing::uniformLinearModel(1, 128);
   const Cluster cluster = testing::makeCluster({10, 10});
