@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "arguments.h"
 #include "control/model_import.h"
@@ -177,26 +178,29 @@ std::string describeMembers(const Stage& stage, const Cluster& cluster, int micr
 }
 
 std::vector<std::string> profileCoverageNotes(const Plan& plan, const CostModel& cost) {
-  // One note per share and smallest size, naming every device they hold for.
-  std::vector<std::pair<std::pair<int, int>, std::vector<std::string>>> groups;
+  // One note per share, smallest size and kind of profile, naming every device it holds for.
+  using Key = std::tuple<int, int, bool>;
+  std::vector<std::pair<Key, std::vector<std::string>>> groups;
   for (const ShareBelowProfile& s : sharesBelowProfiles(plan, cost)) {
-    const std::pair key{s.samples, s.smallest};
+    const Key key{s.samples, s.smallest, s.only};
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
     if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
     it->second.push_back(cost.cluster().device(s.device).name);
   }
   std::vector<std::string> notes;
   for (const auto& [key, names] : groups) {
-    const std::string samples = std::to_string(key.first), smallest = std::to_string(key.second);
+    const auto& [share, least, only] = key;
+    const std::string samples = std::to_string(share), smallest = std::to_string(least);
+    const bool many = names.size() > 1;
     std::string who;
-    for (size_t i = 0; i < names.size(); ++i) {
-      who += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-    }
-    notes.push_back("note: the profile" + std::string(names.size() > 1 ? "s of " : " of ") + who +
-                    " timed micro-batches of " + smallest + " samples and more; " +
-                    (names.size() > 1 ? "their " : "its ") + samples + " of each micro-batch here are priced as " +
-                    smallest + " (no faster), so the prediction is a lower bound. Profile with --micro-batches " +
-                    samples + "," + smallest + " to predict it.");
+    for (size_t i = 0; i < names.size(); ++i) who += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    notes.push_back("note: the profile" + std::string(many ? "s of " : " of ") + who + " timed micro-batches of " +
+                    smallest + " samples and more; " + (many ? "their " : "its ") + samples +
+                    " of each micro-batch here " +
+                    (only ? "are priced as " + smallest + " (no faster), so the prediction is a lower bound"
+                          : "are extrapolated from the two smallest sizes (no faster than " + smallest +
+                                ", nor cheaper per sample), not measured") +
+                    ". Profile with --micro-batches " + samples + "," + smallest + " to predict it.");
   }
   return notes;
 }

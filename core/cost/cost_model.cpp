@@ -392,12 +392,18 @@ int CostModel::smallestProfiledBatch(int d) const {
   return profiles_[d] ? profiles_[d]->batches.front() : 0;
 }
 
+int CostModel::profiledBatchCount(int d) const {
+  return profiles_[d] ? static_cast<int>(profiles_[d]->batches.size()) : 0;
+}
+
 std::vector<ShareBelowProfile> sharesBelowProfiles(const Plan& plan, const CostModel& cost) {
   std::vector<ShareBelowProfile> out;
   for (const Stage& stage : plan.stages) {
     for (const DeviceShare& m : stage.members) {
       const int smallest = cost.smallestProfiledBatch(m.device);
-      if (m.samples > 0 && m.samples < smallest) out.push_back({m.device, m.samples, smallest});
+      if (m.samples > 0 && m.samples < smallest) {
+        out.push_back({m.device, m.samples, smallest, cost.profiledBatchCount(m.device) == 1});
+      }
     }
   }
   return out;

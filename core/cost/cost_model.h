@@ -154,6 +154,8 @@ class CostModel {
 
   /// The smallest micro-batch device `d`'s profile timed; 0 without a profile.
   int smallestProfiledBatch(int d) const;
+  /// How many micro-batch sizes device `d`'s profile timed; 0 without a profile.
+  int profiledBatchCount(int d) const;
 
  private:
   double profiledMs(int d, int begin, int end, int samples, bool backward) const;
@@ -204,12 +206,13 @@ struct PlanEstimate {
 PlanEstimate estimatePlan(const Plan& plan, const CostModel& cost);
 
 /// A member of a plan whose share of each micro-batch is smaller than any size its device's
-/// profile timed: priced as the smallest one (no faster), its time is a bound, not a
-/// prediction.
+/// profile timed: its time is extrapolated (CostModel::forwardMs: no faster than the
+/// smallest size, nor cheaper per sample), not measured.
 struct ShareBelowProfile {
   int device = -1;
-  int samples = 0;   ///< its share of a micro-batch
-  int smallest = 0;  ///< the smallest micro-batch its profile timed
+  int samples = 0;      ///< its share of a micro-batch
+  int smallest = 0;     ///< the smallest micro-batch its profile timed
+  bool only = false;    ///< the profile timed that size alone: the share is priced as it
 };
 std::vector<ShareBelowProfile> sharesBelowProfiles(const Plan& plan, const CostModel& cost);
 

@@ -251,6 +251,7 @@ TEST_F(CliRunTest, UpStatusProfileRunDownWithFakeWorkers) {
                                  "--batch", "16", "--microbatches", "16"});
   ASSERT_EQ(small.exit_code, 0) << small.err;
   EXPECT_TRUE(contains(small.out, "timed micro-batches of 2 samples and more")) << small.out;
+  EXPECT_TRUE(contains(small.out, "are extrapolated from the two smallest sizes")) << small.out;
   EXPECT_TRUE(contains(small.out, "Profile with --micro-batches 1,2 to predict it.")) << small.out;
 
   const fs::path timeline = dir_ / "timeline.json";

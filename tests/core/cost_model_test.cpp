@@ -456,12 +456,13 @@ TEST(CostModel, APlanSaysWhichSharesAreSmallerThanTheirDevicesProfiles) {
   const Cluster cluster = testing::makeCluster({10, 10, 10});
   v1::ProfileSet set;
   addSizedDevice(set, "d0", 2, {64}, {40});
-  addSizedDevice(set, "d1", 2, {1, 8}, {2, 10});  // d2: FLOPs, no profile
+  addSizedDevice(set, "d1", 2, {2, 8}, {3, 10});  // d2: FLOPs, no profile
   CostModel cost(model, cluster);
   cost.setProfiles(set);
   EXPECT_EQ(cost.smallestProfiledBatch(0), 64);
-  EXPECT_EQ(cost.smallestProfiledBatch(1), 1);
+  EXPECT_EQ(cost.smallestProfiledBatch(1), 2);
   EXPECT_EQ(cost.smallestProfiledBatch(2), 0);
+  EXPECT_EQ(cost.profiledBatchCount(1), 2);
   Plan plan;
   plan.batch_size = 64;
   plan.microbatches = 4;  // 16 samples a micro-batch
@@ -472,6 +473,14 @@ TEST(CostModel, APlanSaysWhichSharesAreSmallerThanTheirDevicesProfiles) {
   EXPECT_EQ(below[0].device, 0);
   EXPECT_EQ(below[0].samples, 12);
   EXPECT_EQ(below[0].smallest, 64);
+  EXPECT_TRUE(below[0].only);
+  // d1 timed 2 and 8: one sample of it is extrapolated from them.
+  plan.stages[1].members = {{1, 1}, {2, 15}};
+  const auto both = sharesBelowProfiles(plan, cost);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[1].device, 1);
+  EXPECT_EQ(both[1].smallest, 2);
+  EXPECT_FALSE(both[1].only);
   plan.microbatches = 1;
   plan.stages[0].members = {{0, 64}};
   plan.stages[1].members = {{1, 64}};
