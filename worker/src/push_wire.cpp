@@ -84,7 +84,9 @@ bool appendCheckingFloats(std::string& into, const char* from, std::size_t size)
   const std::size_t lead = std::min(size, (sizeof(float) - into.size() % sizeof(float)) % sizeof(float));
   if (lead > 0) {
     into.append(from, lead);
-    if (into.size() % sizeof(float) == 0) finite = allFiniteFloats(std::string_view(into).substr(into.size() - sizeof(float)));
+    if (into.size() % sizeof(float) == 0) {
+      finite = allFiniteFloats(std::string_view(into).substr(into.size() - sizeof(float)));
+    }
     from += lead;
     size -= lead;
   }
