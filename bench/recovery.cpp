@@ -389,6 +389,7 @@ int main(int argc, char** argv) {
   control::LocalClusterOptions local_options;
   local_options.worker_binary = control::findWorkerBinary({}, argv[0]);
   local_options.state_directory = (dir / "state").string();
+  local_options.end_with_this_process = true;  // an interrupted bench leaves no workers behind
 
   const std::string every = backup_every == control::RunSettings::kAutoBackups
                                 ? std::string("auto (within 5% of a step)")

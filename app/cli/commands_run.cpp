@@ -267,6 +267,8 @@ int runRun(std::span<const std::string> args) {
     control::LocalClusterOptions local_options;
     local_options.worker_binary = control::findWorkerBinary(parsed.value("worker-binary"), executablePath());
     local_options.data_dir = data_folder;
+    // Not left running when this process is killed (or dies of a closed pipe: `| head`).
+    local_options.end_with_this_process = true;
     local_guard.adopt(control::LocalCluster::start(live.cluster, live.path, local_options));
     live = openCluster(live.path, parsed);
     if (!json) std::cout << "Started local workers for " << live.cluster.name() << "\n";

@@ -288,6 +288,7 @@ LocalCluster LocalCluster::start(const Cluster& cluster, const std::string& clus
           (fs::path(dir) / (fileStem(cluster.name()) + "-" + fileStem(cluster.device(d).name) + ".log")).string();
       std::vector<std::string> args = workerArguments(cluster, d, address, options.threads, token_file);
       if (!options.data_dir.empty()) args.insert(args.end(), {"--data-dir", options.data_dir});
+      if (options.end_with_this_process) args.insert(args.end(), {"--parent-pid", std::to_string(::getpid())});
       // The TorchScript files coordinators send, once per machine, beside the state.
       args.insert(args.end(), {"--cache-dir", (fs::path(dir) / "models").string()});
       const pid_t pid = spawnDetached(options.worker_binary, args, log);

@@ -17,6 +17,9 @@ struct LocalClusterOptions {
   std::chrono::milliseconds stop_grace{5'000};         ///< SIGTERM to SIGKILL
   int threads = 1;                                     ///< LibTorch threads per worker
   std::string data_dir;                                ///< the workers' --data-dir; empty: no data files
+  /// The workers end when this process does, however it ends (--parent-pid): for a run or
+  /// a console that starts workers for itself. Off for `cluster up`, whose workers outlive it.
+  bool end_with_this_process = false;
 };
 
 /// $XDG_RUNTIME_DIR/stagecraft when XDG_RUNTIME_DIR is set, else /tmp/stagecraft-<uid>.

@@ -1,7 +1,12 @@
 // stagecraft-cli's worker commands (cluster up/down/status, profile, run): their argument
 // errors, fast one-line failures when workers are missing, and the whole path against
 // stagecraft-fake-worker processes standing in for stagecraft-worker.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "control/cluster_token.h"
@@ -453,6 +459,48 @@ TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
   // A worker that vanishes mid-run is said to have gone, not to disagree on TLS.
   EXPECT_TRUE(contains(lines.back(), ") went away while training (after step ")) << lines.back();
   EXPECT_FALSE(contains(r.err, "TLS")) << r.err;
+}
+
+TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
+  using namespace std::chrono_literals;
+  using Clock = std::chrono::steady_clock;
+  const std::string cluster = writeDuo();
+  // A long run in the background, killed the way `| head` (SIGPIPE) or the OOM killer
+  // (SIGKILL) ends it: no chance to stop its workers.
+  const std::string err = (dir_ / "run.err").string();
+  std::vector<std::string> args = {STAGECRAFT_CLI, "run", "--cluster", cluster, "--model", "mlp", "--steps", "100000",
+                                   "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
+  pid_t cli = 0;
+  const int spawned = posix_spawn(&cli, STAGECRAFT_CLI, &files, nullptr, argv.data(), environ);
+  unsetenv("STAGECRAFT_FAKE_STEP_MS");
+  posix_spawn_file_actions_destroy(&files);
+  ASSERT_EQ(spawned, 0);
+
+  const auto training = Clock::now() + 60s;
+  while (!contains(slurp(err), "step 2/") && Clock::now() < training) std::this_thread::sleep_for(50ms);
+  const bool trained = contains(slurp(err), "step 2/");
+  ::kill(cli, SIGKILL);
+  int status = 0;
+  ::waitpid(cli, &status, 0);
+  ASSERT_TRUE(trained) << slurp(err);
+  v1::LocalClusterState state;  // left behind: nobody removed it
+  io::readJsonFile(statePath().string(), state);
+  ASSERT_EQ(state.workers_size(), 2);
+
+  // Each worker sees the process that started it gone and shuts down.
+  for (const auto& worker : state.workers()) {
+    EXPECT_TRUE(test_support::waitUntilEnded(worker.pid(), 10s))
+        << "worker '" << worker.device() << "' (pid " << worker.pid() << ") still runs: " << slurp(worker.log_path());
+    EXPECT_TRUE(contains(slurp(worker.log_path()), "the process that started it has ended")) << slurp(worker.log_path());
+  }
 }
 
 }  // namespace

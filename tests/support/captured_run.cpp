@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -60,6 +61,20 @@ std::vector<std::string> linesOf(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+bool waitUntilEnded(int pid, std::chrono::milliseconds timeout) {
+  const auto ended = [pid] {
+    const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+    const auto name_end = stat.rfind(')');  // the name in parentheses may hold anything
+    return name_end == std::string::npos || name_end + 2 >= stat.size() || stat[name_end + 2] == 'Z';
+  };
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!ended()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 }  // namespace stagecraft::test_support

@@ -3,6 +3,7 @@
 // Runs a program the way a user would and keeps what it printed: the harness of the
 // tests that pin a command-line contract (exit status, stdout, one-line stderr).
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,5 +27,9 @@ std::string slurp(const std::filesystem::path& path);
 /// `text` split at newlines, without them.
 std::vector<std::string> linesOf(const std::string& text);
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// Whether process `pid` has ended (gone from /proc, or exited and not yet reaped by its
+/// parent), looking every 50 ms for up to `timeout`.
+bool waitUntilEnded(int pid, std::chrono::milliseconds timeout);
 
 }  // namespace stagecraft::test_support

@@ -7,6 +7,7 @@
 // stage's loss explode from that step on while the learning rate is 0.05 or more;
 // STAGECRAFT_FAKE_STEP_MS sets the time per step (default 5).
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   stagecraft::testing::FakeWorkerScript script;
   script.iteration_ms = 5;
   std::string listen = "127.0.0.1:0";
+  pid_t parent_pid = 0;  // as stagecraft-worker's: end once that process is gone
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--insecure") {
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
       script.bandwidth_mbps = std::stod(value);
     else if (flag == "--memory-mb")
       script.memory_mb = std::stod(value);
+    else if (flag == "--parent-pid")
+      parent_pid = std::atoi(value.c_str());
     else if (flag == "--token-file")
       script.token = stagecraft::control::readTokenFile(value);
     else if (flag == "--threads" || flag == "--data-dir" || flag == "--cache-dir" || flag == "--beacon-port" || flag == "--beacon-interval-ms" ||
@@ -92,7 +96,7 @@ int main(int argc, char** argv) {
   const auto colon = listen.rfind(':');
   const int port = std::atoi(listen.c_str() + colon + 1);
 
-  // Signals are taken by sigwait below, not by gRPC's threads.
+  // Signals are taken by sigwaitinfo / sigtimedwait below, not by gRPC's threads.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -102,9 +106,18 @@ int main(int argc, char** argv) {
   try {
     stagecraft::testing::FakeWorkerServer server(script, port);
     std::cout << "stagecraft-fake-worker " << script.name << " listening on " << server.address() << std::endl;
-    int signal = 0;
-    sigwait(&signals, &signal);
-    std::cout << "stagecraft-fake-worker " << script.name << ": signal " << signal << ", shutting down" << std::endl;
+    const timespec quarter{0, 250'000'000};
+    int signal = -1;
+    while (signal < 0) {
+      signal = parent_pid > 0 ? sigtimedwait(&signals, nullptr, &quarter) : sigwaitinfo(&signals, nullptr);
+      if (signal < 0 && parent_pid > 0 && getppid() != parent_pid) break;
+    }
+    if (signal < 0) {
+      std::cout << "stagecraft-fake-worker " << script.name << ": the process that started it has ended, shutting down"
+                << std::endl;
+    } else {
+      std::cout << "stagecraft-fake-worker " << script.name << ": signal " << signal << ", shutting down" << std::endl;
+    }
     server.shutdown();
   } catch (const std::exception& e) {
     std::cerr << "stagecraft-fake-worker: " << e.what() << std::endl;

@@ -1,4 +1,5 @@
 // Bad input and broken peers: precise status codes, error events within seconds, no hangs.
+#include "captured_run.h"
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
 
@@ -315,6 +316,32 @@ TEST(RuntimeCommandLine, AWriteToAClosedConnectionDoesNotEndTheWorker) {
   EXPECT_EQ(info.name(), "survivor");
   w.process().signal(SIGTERM);
   EXPECT_EQ(w.process().wait(10s), 0);
+}
+
+TEST(RuntimeCommandLine, WithParentPidTheWorkerEndsWhenThatProcessDoes) {
+  // A shell starts the worker in the background, says its pid and stays (as `sleep`, the
+  // same process) until the test ends it, as a killed `run --local` would end.
+  ChildProcess parent({"/bin/sh", "-c", "\"$@\" --parent-pid $$ & echo \"worker pid $!\"; exec sleep 600", "sh",
+                       STAGECRAFT_WORKER, "--listen", "127.0.0.1:0", "--name", "child", "--tier", "edge", "--threads",
+                       "1", "--beacon-port", "0", "--insecure"});
+  int worker = 0;
+  bool listening = false;
+  while (worker == 0 || !listening) {
+    const std::string line = parent.readLine(60s);
+    ASSERT_FALSE(line.empty()) << "the shell said no worker pid, or the worker never listened";
+    if (line.starts_with("worker pid ")) worker = std::stoi(line.substr(11));
+    if (line.starts_with("listening on ")) listening = true;
+  }
+  parent.kill();
+  const bool ended = test_support::waitUntilEnded(worker, 10s);
+  if (!ended) ::kill(worker, SIGKILL);
+  EXPECT_TRUE(ended) << "the worker outlived the process that started it";
+}
+
+TEST(RuntimeCommandLine, AParentPidThatIsNotItsParentIsRefusedAtOnce) {
+  // The process that started it is already gone (or the number is wrong): nothing to serve.
+  WorkerProcess w("stray", {"--parent-pid", "1"}, /*wait=*/false);
+  EXPECT_EQ(w.process().wait(30s), 2);
 }
 
 }  // namespace

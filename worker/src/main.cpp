@@ -1,14 +1,17 @@
-// stagecraft-worker: serves the Worker gRPC service until SIGINT or SIGTERM.
+// stagecraft-worker: serves the Worker gRPC service until SIGINT or SIGTERM (with
+// --parent-pid, also until the process that started it ends).
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "allocator_settings.h"
 #include "beacon_announcer.h"
@@ -49,6 +52,11 @@ int main(int argc, char** argv) {
   if (options.help) {
     std::fputs(workerUsage().c_str(), stdout);
     return 0;
+  }
+  if (options.parent_pid > 0 && ::getppid() != options.parent_pid) {
+    std::fprintf(stderr, "stagecraft-worker: --parent-pid %d: the process that started this worker has already ended\n",
+                 options.parent_pid);
+    return 2;
   }
 
   // SIGINT and SIGTERM end the worker through a pipe the main thread reads. Blocking them
@@ -114,10 +122,25 @@ int main(int argc, char** argv) {
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);
 
-    unsigned char signal = 0;
-    while (::read(g_signal_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    // Until SIGINT or SIGTERM; with --parent-pid, also until that process is gone (this
+    // worker is then another's child: the kernel hands orphans to init or a subreaper),
+    // looked at four times a second.
+    const bool watch_parent = options.parent_pid > 0;
+    std::string reason;
+    while (reason.empty()) {
+      pollfd wake{g_signal_pipe[0], POLLIN, 0};
+      const int ready = ::poll(&wake, 1, watch_parent ? 250 : -1);
+      unsigned char signal = 0;
+      if (ready > 0 && ::read(g_signal_pipe[0], &signal, 1) == 1) {
+        reason = signal == SIGINT ? "SIGINT" : "SIGTERM";
+      } else if (ready < 0 && errno != EINTR) {
+        std::perror("stagecraft-worker: poll");
+        reason = "an error waiting for signals";
+      } else if (watch_parent && ::getppid() != options.parent_pid) {
+        reason = "the process that started it (pid " + std::to_string(options.parent_pid) + ") has ended";
+      }
     }
-    std::fprintf(stderr, "stagecraft-worker: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "stagecraft-worker: %s, shutting down\n", reason.c_str());
     beacon.reset();  // gone before the service stops answering the address it announces
     node.shutdown();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

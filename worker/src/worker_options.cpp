@@ -38,6 +38,7 @@ std::string workerUsage() {
          "                         [--no-allreduce-overlap]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
+         "                         [--parent-pid PID]\n"
          "\n"
          "Serves the stagecraft.v1.Worker gRPC service: runs one pipeline stage of a model in\n"
          "LibTorch, moves activations and gradients to its neighbours, all-reduces gradients\n"
@@ -74,6 +75,9 @@ std::string workerUsage() {
          "  --beacon-interval-ms I one beacon every I ms (default 1000)\n"
          "  --beacon-to ADDR       IPv4 address the beacons go to (default 255.255.255.255,\n"
          "                         the LAN broadcast; 127.0.0.1 for this machine only)\n"
+         "  --parent-pid PID       PID is the process that started this worker: end, as on SIGTERM,\n"
+         "                         once it is gone (a worker `stagecraft-cli run --local` or the\n"
+         "                         console starts for itself does not outlive them, killed or not)\n"
          "  --help                 this text\n";
 }
 
@@ -167,6 +171,10 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
           c > 255 || d > 255) {
         throw Error("--beacon-to: '" + o.beacon_to + "' is not an IPv4 address");
       }
+    } else if (flag == "--parent-pid") {
+      const double pid = parseNumber(flag, next(), 1, true);
+      if (pid != std::floor(pid) || pid > 4'194'304) throw Error("--parent-pid: '" + value + "' is not a process id");
+      o.parent_pid = static_cast<int>(pid);
     } else {
       throw Error("unknown flag '" + args[i] + "' (see --help)");
     }

@@ -30,6 +30,7 @@ struct WorkerOptions {
   int beacon_port = 47800;      ///< UDP port of the discovery beacon; 0 = no beacon (control::kDefaultBeaconPort)
   int beacon_interval_ms = 1000;
   std::string beacon_to = "255.255.255.255";  ///< IPv4 address beacons go to (broadcast by default)
+  int parent_pid = 0;           ///< end when this process (the one that started the worker) is gone; 0 = never
   bool help = false;
 };
 

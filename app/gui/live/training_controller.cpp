@@ -251,6 +251,8 @@ void TrainingController::startLocalJob(const std::string& path) {
         options.worker_binary, QCoreApplication::applicationFilePath().toStdString());
     // Local workers run as this user: they may read data files from the user's home.
     options.data_dir = QDir::homePath().toStdString();
+    // Started for this console: they end with it, even when it crashes.
+    options.end_with_this_process = true;
     const int n = file.size();
     toGui([this, n] { Q_EMIT progress(tr("Starting %1 local workers.").arg(n), 0, n); });
     running = control::LocalCluster::start(file, path, options);
