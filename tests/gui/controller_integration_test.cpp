@@ -95,6 +95,8 @@ class ControllerIntegrationTest : public QObject {
     }
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
+    // The local workers' state, token and logs go into it, not into the user's folder.
+    qputenv("XDG_RUNTIME_DIR", QFile::encodeName(dir.path()));
     const QString cluster_path = writeClusterFile(dir);
     QVERIFY(!cluster_path.isEmpty());
 
@@ -227,6 +229,8 @@ class ControllerIntegrationTest : public QObject {
     }
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
+    // The local workers' state, token and logs go into it, not into the user's folder.
+    qputenv("XDG_RUNTIME_DIR", QFile::encodeName(dir.path()));
     const QString cluster_path = writeClusterFile(dir);
     QVERIFY(!cluster_path.isEmpty());
     TrainingController controller;
