@@ -54,9 +54,10 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// Profiling times at least this much per micro-batch size: ten periods of the default CFS
-/// bandwidth period (100 ms), so the wall-clock time per CPU time averages a quota's
-/// stalls out. At most kMaxPasses passes.
+/// Profiling times at least this much over all micro-batch sizes, shared equally: ten
+/// periods of the default CFS bandwidth period (100 ms), so the wall-clock time per CPU
+/// time, taken over the whole profile, averages a quota's stalls out. At most kMaxPasses
+/// passes per size.
 constexpr double kMinTimedMs = 1000;
 constexpr int kMaxPasses = 200;
 /// The most activations the profile holds at once (layers run forward, then backward, in
@@ -204,8 +205,10 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
     std::vector<std::vector<double>> fwd(layers), bwd(layers);
     double timed_ms = 0;
     // Pass 0 warms up (allocator, kernels' first-call costs) and is not recorded. Timed
-    // passes go on until they span kMinTimedMs, so the wall-clock ratio sees many periods.
-    for (int pass = 0; pass <= repeats || (timed_ms < kMinTimedMs && pass <= kMaxPasses); ++pass) {
+    // passes go on until they span this size's share of kMinTimedMs, so the wall-clock ratio
+    // sees many periods.
+    const double min_timed_ms = kMinTimedMs / static_cast<double>(micro_batches.size());
+    for (int pass = 0; pass <= repeats || (timed_ms < min_timed_ms && pass <= kMaxPasses); ++pass) {
       const Stopwatch pass_time;
       torch::Tensor x = randomInput(spec.proto(), b);
       const auto failed = [&](int i, const c10::Error& e) {
