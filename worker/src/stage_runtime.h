@@ -84,7 +84,8 @@ class StageRuntime {
 
 /// Sets LibTorch's thread count (0: leave the default).
 void configureTorchThreads(int threads);
-/// A short float32 matmul benchmark on this machine, GFLOP/s.
+/// A short float32 matmul benchmark on this machine, GFLOP/s: the speed of this process's
+/// threads while they run (the fastest tenth of 150 ms of products), before any CPU quota.
 double measureMatmulGflops();
 /// Times every layer of `request.model()` (profileLayers), `slowdown` applied.
 v1::DeviceProfile profileModel(const v1::ProfileRequest& request, double slowdown);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "blas_probe.h"
+#include "cpu_allowance.h"
 #include "data_paths.h"
 #include "io/stage_weights.h"
 #include "stage_layout.h"
@@ -61,10 +62,13 @@ WorkerNode::WorkerNode(WorkerOptions options)
   configureTorchThreads(options_.threads);
   // The BLAS's own pool follows --threads too: OpenBLAS otherwise starts one thread per core,
   // which fight each other (and LibTorch's threads) under a CPU quota.
-  setBlasThreads(options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+  setBlasThreads(threads);
   blas_ = detectBlas();
   host_id_ = machineId();
-  gflops_ = measureMatmulGflops() / options_.slowdown;
+  // What the threads do while they run, times the share of the time a CPU quota lets
+  // them run: the speed this worker sustains.
+  gflops_ = measureMatmulGflops() * readCpuAllowance().shareOf(threads) / options_.slowdown;
   memory_limit_mb_ = options_.memory_mb > 0 ? options_.memory_mb : machineMemoryMb();
   address_ = options_.listen;
   if (options_.lease_s > 0) lease_thread_ = std::thread([this] { watchLease(); });
