@@ -22,10 +22,13 @@ std::atomic<bool> g_hangup{false};
 
 extern "C" void onInterrupt(int signal) {
   g_interrupted = true;
-  // A second Ctrl-C ends the process at once.
+  // A second Ctrl-C (or SIGTERM) ends the process at once.
   ::signal(signal, SIG_DFL);
-  constexpr char kNote[] = "\nstagecraft-cli: stopping the workers (Ctrl-C again to quit at once)\n";
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
+  constexpr char kCtrlC[] = "\nstagecraft-cli: stopping the workers (Ctrl-C again to quit at once)\n";
+  constexpr char kTerm[] = "\nstagecraft-cli: SIGTERM: stopping the workers (SIGTERM again to quit at once)\n";
+  const bool term = signal == SIGTERM;
+  [[maybe_unused]] const auto written =
+      ::write(STDERR_FILENO, term ? kTerm : kCtrlC, term ? sizeof kTerm - 1 : sizeof kCtrlC - 1);
 }
 
 extern "C" void onHangup(int) {

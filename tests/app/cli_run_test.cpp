@@ -461,15 +461,9 @@ TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
   EXPECT_FALSE(contains(r.err, "TLS")) << r.err;
 }
 
-TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
-  using namespace std::chrono_literals;
-  using Clock = std::chrono::steady_clock;
-  const std::string cluster = writeDuo();
-  // A long run in the background, killed the way `| head` (SIGPIPE) or the OOM killer
-  // (SIGKILL) ends it: no chance to stop its workers.
-  const std::string err = (dir_ / "run.err").string();
-  std::vector<std::string> args = {STAGECRAFT_CLI, "run", "--cluster", cluster, "--model", "mlp", "--steps", "100000",
-                                   "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"};
+/// `stagecraft-cli args...` in the background, its stderr into `err`; its pid.
+pid_t startCli(std::vector<std::string> args, const std::string& err) {
+  args.insert(args.begin(), STAGECRAFT_CLI);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -477,19 +471,44 @@ TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
-  pid_t cli = 0;
-  const int spawned = posix_spawn(&cli, STAGECRAFT_CLI, &files, nullptr, argv.data(), environ);
-  unsetenv("STAGECRAFT_FAKE_STEP_MS");
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, STAGECRAFT_CLI, &files, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&files);
-  ASSERT_EQ(spawned, 0);
+  return spawned == 0 ? pid : -1;
+}
 
-  const auto training = Clock::now() + 60s;
-  while (!contains(slurp(err), "step 2/") && Clock::now() < training) std::this_thread::sleep_for(50ms);
-  const bool trained = contains(slurp(err), "step 2/");
-  ::kill(cli, SIGKILL);
+/// Whether file `path` comes to hold `text` within `timeout`.
+bool waitForText(const std::string& path, const std::string& text, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!contains(slurp(path), text)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+/// The exit status of child `pid` (128 + the signal when a signal ended it).
+int exitStatus(pid_t pid) {
   int status = 0;
-  ::waitpid(cli, &status, 0);
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
+  using namespace std::chrono_literals;
+  const std::string cluster = writeDuo();
+  // A long run in the background, killed the way `| head` (SIGPIPE) or the OOM killer
+  // (SIGKILL) ends it: no chance to stop its workers.
+  const std::string err = (dir_ / "run.err").string();
+  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
+  const pid_t cli = startCli({"run", "--cluster", cluster, "--model", "mlp", "--steps", "100000", "--local",
+                              "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"},
+                             err);
+  unsetenv("STAGECRAFT_FAKE_STEP_MS");
+  ASSERT_GT(cli, 0);
+  const bool trained = waitForText(err, "step 2/", 60s);
+  ::kill(cli, SIGKILL);
+  EXPECT_EQ(exitStatus(cli), 128 + SIGKILL);
   ASSERT_TRUE(trained) << slurp(err);
   v1::LocalClusterState state;  // left behind: nobody removed it
   io::readJsonFile(statePath().string(), state);
@@ -501,6 +520,28 @@ TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
         << "worker '" << worker.device() << "' (pid " << worker.pid() << ") still runs: " << slurp(worker.log_path());
     EXPECT_TRUE(contains(slurp(worker.log_path()), "the process that started it has ended")) << slurp(worker.log_path());
   }
+}
+
+TEST_F(CliRunTest, SigtermStopsTheRunAndItsLocalWorkers) {
+  using namespace std::chrono_literals;
+  const std::string cluster = writeDuo();
+  const std::string err = (dir_ / "run.err").string();
+  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
+  const pid_t cli = startCli({"run", "--cluster", cluster, "--model", "mlp", "--steps", "100000", "--local",
+                              "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"},
+                             err);
+  unsetenv("STAGECRAFT_FAKE_STEP_MS");
+  ASSERT_GT(cli, 0);
+  const bool trained = waitForText(err, "step 2/", 60s);
+  ::kill(cli, SIGTERM);  // as `timeout` or a service manager sends it
+  const int status = exitStatus(cli);
+  ASSERT_TRUE(trained) << slurp(err);
+  EXPECT_EQ(status, 1) << slurp(err);
+  const std::string text = slurp(err);
+  EXPECT_TRUE(contains(text, "stagecraft-cli: SIGTERM: stopping the workers (SIGTERM again to quit at once)")) << text;
+  EXPECT_TRUE(contains(text, "the workers were stopped")) << text;
+  EXPECT_FALSE(fs::exists(statePath()));  // stopped by the CLI itself, state and token removed
+  EXPECT_EQ(run({"cluster", "status", "--cluster", cluster}).exit_code, 4);
 }
 
 }  // namespace
