@@ -6,6 +6,9 @@
 #   docs/screenshots.sh [LANG] [OUT.png] [replan]   e.g. docs/screenshots.sh zh_CN docs/console-zh_CN.png
 #
 # STAGECRAFT_SHOT_SIZE sets the screen (default 1600x1000; a laptop's is 1366x768).
+# It waits for the local workers (at most STAGECRAFT_SHOT_UP=120 s) and for the deploy, which
+# profiles them first (at most STAGECRAFT_SHOT_DEPLOY=600 s), then trains for
+# STAGECRAFT_SHOT_TRAIN=45 s before the capture.
 #
 # With `replan` it then presses Ctrl+R (re-plan now) and captures the proposal dialog too,
 # as OUT with -replan before the extension.
@@ -22,9 +25,24 @@ for tool in xvfb-run xdotool import; do
 done
 
 
+# Waits until the console's log (its stderr) shows the training controller in one of the
+# states PATTERN matches (English or Chinese), at most SECONDS; the states it passed through
+# before the key press that asked for it do not count.
+wait_for_state() {
+  local pattern=$1 seconds=$2 from=$3
+  for _ in $(seq 1 $((seconds * 2))); do
+    tail -n +"$from" "$log" | grep -qE "trainingcontroller: state: \"($pattern)\"" && return 0
+    sleep 0.5
+  done
+  echo "screenshots.sh: the console did not reach state $pattern within $seconds s" >&2
+  return 1
+}
+
 run() {
   export XDG_CONFIG_HOME=$config
-  "$build/app/gui/stagecraft" --cluster jetson-edge --model "${STAGECRAFT_SHOT_MODEL:-vgg11}" --lang "$lang" &
+  log=$config/console.log
+  "$build/app/gui/stagecraft" --cluster jetson-edge --model "${STAGECRAFT_SHOT_MODEL:-vgg11}" --lang "$lang" \
+    2> >(tee "$log" >&2) &
   local app=$!
   local window=""
   for _ in $(seq 1 60); do
@@ -34,10 +52,13 @@ run() {
   done
   [ -n "$window" ] || { echo "screenshots.sh: the console did not open" >&2; kill "$app"; exit 1; }
   xdotool windowfocus --sync "$window"
+  local from
+  from=$(($(wc -l < "$log") + 1))
   xdotool key --window "$window" ctrl+l        # start the local cluster
-  sleep "${STAGECRAFT_SHOT_UP:-12}"
-  xdotool key --window "$window" F7            # deploy
-  sleep "${STAGECRAFT_SHOT_DEPLOY:-50}"
+  wait_for_state "Idle|空闲" "${STAGECRAFT_SHOT_UP:-120}" "$from" || { kill "$app"; exit 1; }
+  from=$(($(wc -l < "$log") + 1))
+  xdotool key --window "$window" F7            # deploy (profiling the workers first)
+  wait_for_state "Deployed|已部署" "${STAGECRAFT_SHOT_DEPLOY:-600}" "$from" || { kill "$app"; exit 1; }
   xdotool key --window "$window" F5            # start training
   sleep "${STAGECRAFT_SHOT_TRAIN:-45}"
   import -window root "$out"
