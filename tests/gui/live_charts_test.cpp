@@ -100,6 +100,23 @@ class LiveChartsTest : public QObject {
     QCOMPARE(charts.throughputChart()->measuredPointCount(), 1000);
   }
 
+  void throughputLegendSitsAboveTheAxesNotOverTheCurves() {
+    LiveCharts charts;
+    charts.resize(1200, 800);
+    feedSteps(charts, 20);
+    gui::ThroughputChart* chart = charts.throughputChart();
+    chart->resize(500, 200);
+    chart->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(chart->legend->visible());
+    QCOMPARE(chart->legend->itemCount(), 2);
+    // Both entries in one row beside the title, all of it above the axis rectangle.
+    QCOMPARE(chart->legend->rowCount(), 1);
+    const QRect legend = chart->legend->outerRect(), axes = chart->axisRect()->rect();
+    QVERIFY2(legend.bottom() <= axes.top(), qPrintable(QStringLiteral("legend bottom %1, axes top %2")
+                                                           .arg(legend.bottom()).arg(axes.top())));
+    QVERIFY(legend.height() > 0);
+  }
+
   void lossLogScaleSwitchesTheAxis() {
     LiveCharts charts;
     feedSteps(charts, 20);

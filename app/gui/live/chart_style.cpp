@@ -66,6 +66,22 @@ QFont ChartStyle::titleFont() {
   return font;
 }
 
+void ChartStyle::setHeader(QCustomPlot* plot, QCPTextElement* title, int legend_columns) {
+  auto* header = new QCPLayoutGrid;
+  plot->plotLayout()->insertRow(0);
+  plot->plotLayout()->addElement(0, 0, header);
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  header->addElement(0, 0, title);
+  header->addElement(0, 1, plot->legend);
+  header->setColumnStretchFactor(0, 1);
+  header->setColumnStretchFactor(1, 0.01);
+  // Entries the plot already has are laid out again with the wrap.
+  plot->legend->setWrap(legend_columns);
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst, true);
+  plot->legend->setBorderPen(Qt::NoPen);
+  plot->legend->setVisible(true);
+}
+
 void ChartStyle::setAxisLabel(QCPAxis* axis, const QString& label) {
   axis->setLabel(label);
   QFont font = QApplication::font();

@@ -9,6 +9,7 @@
 
 class QCPAxis;
 class QCustomPlot;
+class QCPTextElement;
 
 namespace stagecraft::gui {
 
@@ -45,6 +46,9 @@ class ChartStyle {
   static void apply(QCustomPlot* plot);
   static void setAxisLabel(QCPAxis* axis, const QString& label);
   static QFont titleFont();
+  /// Puts `title` and the plot's legend side by side in a row above the axes, the legend's
+  /// entries `legend_columns` to a row, so no entry covers the data however the axes scale.
+  static void setHeader(QCustomPlot* plot, QCPTextElement* title, int legend_columns);
 
   /// Memory used / limit at which a device's memory bar turns to the warning colour.
   static constexpr double kMemoryWarnFraction = 0.9;

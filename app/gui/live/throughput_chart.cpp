@@ -15,9 +15,6 @@ Q_LOGGING_CATEGORY(lcThroughputChart, "stagecraft.gui.throughputchart")
 }  // namespace
 
 ThroughputChart::ThroughputChart(QWidget* parent) : ChartPlot(parent) {
-  plotLayout()->insertRow(0);
-  plotLayout()->addElement(0, 0, new QCPTextElement(this, tr("Throughput"), ChartStyle::titleFont()));
-
   measured_ = addGraph();
   measured_->setName(tr("Measured"));
   measured_->setPen(QPen(ChartStyle::measuredColor(), 2));
@@ -34,8 +31,9 @@ ThroughputChart::ThroughputChart(QWidget* parent) : ChartPlot(parent) {
   ChartStyle::setAxisLabel(yAxis, tr("Throughput (samples/s)"));
   xAxis->setRange(0, 10);
   yAxis->setRange(0, 1);
-  legend->setVisible(true);
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  // Beside the title: inside the axes it covered the curves, which fill the height the
+  // axis scales to.
+  ChartStyle::setHeader(this, new QCPTextElement(this, tr("Throughput"), ChartStyle::titleFont()), 2);
   enableKeyNavigation();
 }
 

@@ -15,22 +15,11 @@ Q_LOGGING_CATEGORY(lcTimelineChart, "stagecraft.gui.timelinechart")
 
 TimelineChart::TimelineChart(QWidget* parent) : ChartPlot(parent) {
   title_ = new QCPTextElement(this, QString(), ChartStyle::titleFont());
-  // Title and legend share the top row so the Gantt keeps all the height.
-  auto* header = new QCPLayoutGrid;
-  plotLayout()->insertRow(0);
-  plotLayout()->addElement(0, 0, header);
-  axisRect()->insetLayout()->take(legend);
-  header->addElement(0, 0, title_);
-  header->addElement(0, 1, legend);
-  header->setColumnStretchFactor(0, 1);
-  header->setColumnStretchFactor(1, 0.01);
-  // Six kinds in two rows of three, so the title keeps its room.
-  legend->setFillOrder(QCPLegend::foColumnsFirst);
-  legend->setWrap(3);
-  legend->setBorderPen(Qt::NoPen);
+  // Title and legend share the top row so the Gantt keeps all the height; six kinds in two
+  // rows of three, so the title keeps its room.
+  ChartStyle::setHeader(this, title_, 3);
   legend->setMargins(QMargins(4, 2, 12, 2));
   legend->setIconSize(14, 10);
-  legend->setVisible(true);
 
   blocks_ = new TimelineBlocks(xAxis, yAxis);
   blocks_->removeFromLegend();
