@@ -461,9 +461,11 @@ TEST_F(CliRunTest, NoRecoverEndsTheRunWhenAWorkerIsLost) {
   EXPECT_FALSE(contains(r.err, "TLS")) << r.err;
 }
 
-/// `stagecraft-cli args...` in the background, its stderr into `err`; its pid.
-pid_t startCli(std::vector<std::string> args, const std::string& err) {
-  args.insert(args.begin(), STAGECRAFT_CLI);
+/// `stagecraft-cli run` of `cluster` with local fake workers and 100000 steps of 50 ms in
+/// the background, its stderr into `err`; its pid (-1 when it could not start).
+pid_t startLongLocalRun(const std::string& cluster, const std::string& err) {
+  std::vector<std::string> args = {STAGECRAFT_CLI, "run", "--cluster", cluster, "--model", "mlp", "--steps", "100000",
+                                   "--local", "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -471,8 +473,10 @@ pid_t startCli(std::vector<std::string> args, const std::string& err) {
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, STAGECRAFT_CLI, &files, nullptr, argv.data(), environ);
+  unsetenv("STAGECRAFT_FAKE_STEP_MS");
   posix_spawn_file_actions_destroy(&files);
   return spawned == 0 ? pid : -1;
 }
@@ -494,22 +498,28 @@ int exitStatus(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/// Starts startLongLocalRun(), sends it `signal` once it trained two steps, and returns
+/// its exit status; -1 (and a failure) when it did not get there.
+int signalMidRun(const std::string& cluster, const std::string& err, int signal) {
+  const pid_t cli = startLongLocalRun(cluster, err);
+  if (cli <= 0) {
+    ADD_FAILURE() << "cannot start " << STAGECRAFT_CLI;
+    return -1;
+  }
+  const bool trained = waitForText(err, "step 2/", std::chrono::seconds(60));
+  ::kill(cli, signal);
+  const int status = exitStatus(cli);
+  if (!trained) ADD_FAILURE() << "no step 2 within 60 s: " << slurp(err);
+  return trained ? status : -1;
+}
+
 TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
   using namespace std::chrono_literals;
   const std::string cluster = writeDuo();
   // A long run in the background, killed the way `| head` (SIGPIPE) or the OOM killer
   // (SIGKILL) ends it: no chance to stop its workers.
   const std::string err = (dir_ / "run.err").string();
-  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
-  const pid_t cli = startCli({"run", "--cluster", cluster, "--model", "mlp", "--steps", "100000", "--local",
-                              "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"},
-                             err);
-  unsetenv("STAGECRAFT_FAKE_STEP_MS");
-  ASSERT_GT(cli, 0);
-  const bool trained = waitForText(err, "step 2/", 60s);
-  ::kill(cli, SIGKILL);
-  EXPECT_EQ(exitStatus(cli), 128 + SIGKILL);
-  ASSERT_TRUE(trained) << slurp(err);
+  ASSERT_EQ(signalMidRun(cluster, err, SIGKILL), 128 + SIGKILL);
   v1::LocalClusterState state;  // left behind: nobody removed it
   io::readJsonFile(statePath().string(), state);
   ASSERT_EQ(state.workers_size(), 2);
@@ -523,20 +533,10 @@ TEST_F(CliRunTest, TheWorkersOfARunLocalEndWhenTheCliIsKilled) {
 }
 
 TEST_F(CliRunTest, SigtermStopsTheRunAndItsLocalWorkers) {
-  using namespace std::chrono_literals;
   const std::string cluster = writeDuo();
   const std::string err = (dir_ / "run.err").string();
-  setenv("STAGECRAFT_FAKE_STEP_MS", "50", 1);
-  const pid_t cli = startCli({"run", "--cluster", cluster, "--model", "mlp", "--steps", "100000", "--local",
-                              "--worker-binary", STAGECRAFT_FAKE_WORKER, "--no-profile"},
-                             err);
-  unsetenv("STAGECRAFT_FAKE_STEP_MS");
-  ASSERT_GT(cli, 0);
-  const bool trained = waitForText(err, "step 2/", 60s);
-  ::kill(cli, SIGTERM);  // as `timeout` or a service manager sends it
-  const int status = exitStatus(cli);
-  ASSERT_TRUE(trained) << slurp(err);
-  EXPECT_EQ(status, 1) << slurp(err);
+  // As `timeout` or a service manager sends it.
+  EXPECT_EQ(signalMidRun(cluster, err, SIGTERM), 1) << slurp(err);
   const std::string text = slurp(err);
   EXPECT_TRUE(contains(text, "stagecraft-cli: SIGTERM: stopping the workers (SIGTERM again to quit at once)")) << text;
   EXPECT_TRUE(contains(text, "the workers were stopped")) << text;
