@@ -61,6 +61,29 @@ TEST(RuntimeService, ProfileTimesEveryLayerAtEverySize) {
   EXPECT_GT(profile.allreduce_ms_per_mb(), 0);
 }
 
+TEST(RuntimeService, TheFirstLayersBackwardIsTimedWithoutAGradientForTheData) {
+  // Training's first stage computes no gradient for its input, so its first layer's
+  // backward is the weights' gradient alone: about its forward's cost for a Linear layer,
+  // against twice it for any later one (the input's gradient too). The mlp's layer 0 is
+  // 1024 -> 2048 and its layer 1 2048 -> 2048; their ratios of backward to forward time
+  // compare whatever the machine's speed. Timed with the input's gradient, layer 0's ratio
+  // is as large as layer 1's.
+  WorkerProcess w("first-layer");
+  v1::ProfileRequest request;
+  *request.mutable_model() = zooModel("mlp");
+  request.add_micro_batches(64);
+  request.set_repeats(5);
+  v1::DeviceProfile profile;
+  const auto status = w.call(&v1::Worker::Stub::Profile, request, &profile);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(profile.batches_size(), 1);
+  const auto& layers = profile.batches(0).layers();
+  ASSERT_EQ(layers.size(), 8);
+  const double first = layers[0].backward_ms() / layers[0].forward_ms();
+  const double second = layers[1].backward_ms() / layers[1].forward_ms();
+  EXPECT_LT(first, 0.8 * second) << "layer 0 backward/forward " << first << ", layer 1 " << second;
+}
+
 /// A cgroup-v1 CPU group limited to `cores` (needs root); removed when destroyed.
 class CpuQuota {
  public:

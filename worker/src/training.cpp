@@ -230,8 +230,12 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
                  held + b * (spec.cost(end).saved_bytes + spec.cost(end).output_bytes) <= kGroupActivationBytes);
         std::vector<torch::Tensor> outputs(end - begin);
         for (int i = begin; i < end; ++i) {
+          // Layer 0 always opens the first stage, whose input is the data: training
+          // computes no gradient for it, so neither does its timed backward (a wide first
+          // layer's backward is then half its forward's cost lighter). Later layers' inputs
+          // need one in any stage but the first.
           torch::Tensor input = x.detach();
-          if (input.is_floating_point()) input.requires_grad_(true);
+          if (i > 0 && input.is_floating_point()) input.requires_grad_(true);
           try {
             const Stopwatch op;
             outputs[i - begin] = module->forwardLayer(i, input);
