@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/error.h"
+#include "sim/simulator.h"
 
 namespace stagecraft::control {
 
@@ -129,6 +130,29 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
   }
   const int devices = cost.deviceCount();
   std::vector<double> predicted(devices, 0), measured(devices, 0);
+  // Devices that share a machine's CPUs run slower than alone while the others compute:
+  // the simulator prices that (per device, its passes' simulated time over their time
+  // alone), and a factor is what is left of the measurement after it.
+  std::vector<double> shared(devices, 1.0);
+  const bool any_shared = std::any_of(plan.stages.begin(), plan.stages.end(), [&](const Stage& st) {
+    return std::any_of(st.members.begin(), st.members.end(),
+                       [&](const DeviceShare& s) { return cost.cpuDemand(s.device) > 0; });
+  });
+  if (any_shared) {
+    std::vector<double> simulated(devices, 0);
+    for (const TimelineEvent& e : simulate(plan, cost).timeline) {
+      if (e.kind == EventKind::Forward || e.kind == EventKind::Backward) simulated[e.device] += e.end_ms - e.start_ms;
+    }
+    for (const Stage& stage : plan.stages) {
+      for (const DeviceShare& share : stage.members) {
+        if (share.samples <= 0) continue;
+        const double alone = (cost.forwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples) +
+                              cost.backwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples)) *
+                             plan.microbatches;
+        if (alone > 0 && simulated[share.device] > alone) shared[share.device] = simulated[share.device] / alone;
+      }
+    }
+  }
   std::size_t m = 0;
   for (const auto& stage : plan.stages) {
     for (const auto& share : stage.members) {
@@ -138,7 +162,8 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
       const double backward_ms = cost.backwardMs(share.device, stage.layer_begin, stage.layer_end, share.samples);
       const BesideRing left_out = besideRing(report, forward_ms, backward_ms);
       const double took = measuredComputeMs(report) - left_out.measured_ms;
-      const double expected = (forward_ms + backward_ms) * plan.microbatches - left_out.predicted_ms;
+      const double expected =
+          ((forward_ms + backward_ms) * plan.microbatches - left_out.predicted_ms) * shared[share.device];
       // When every pass ran beside the ring the differences are rounding residue: nothing
       // measured. A microsecond is far below any pass.
       constexpr double kNothingMs = 1e-3;

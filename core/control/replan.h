@@ -56,7 +56,9 @@ double measuredComputeMs(const v1::IterationReport& report);
 /// and the cost model prices that work on its own. A device without a measurement (no
 /// compute events yet or none clear of the ring, no samples, or outside the plan) gets the
 /// geometric mean of the measured devices' factors (1 when none is measured), so unmeasured
-/// devices stay comparable with measured ones. Feed it to CostModel::setComputeFactors.
+/// devices stay comparable with measured ones. Where devices share a machine's CPUs, the
+/// prediction is the simulated one (slower while the others compute there), so the factor
+/// does not count that sharing twice. Feed it to CostModel::setComputeFactors.
 /// Throws Error when `latest` does not have one report per member.
 std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest);
 

@@ -125,6 +125,10 @@ void CostModel::setProfiles(const v1::ProfileSet& profiles) {
     }
     p.copy_ms_per_mb = std::max(0.0, dp.copy_ms_per_mb());
     p.allreduce_ms_per_mb = std::max(0.0, dp.allreduce_ms_per_mb());
+    if (std::isfinite(dp.cpu_demand()) && dp.cpu_demand() > 0 && dp.machine_cpus() > 0) {
+      p.cpu_demand = dp.cpu_demand();
+      p.machine_cpus = dp.machine_cpus();
+    }
     profiles_[*d] = std::move(p);
   }
 }
@@ -203,6 +207,10 @@ double CostModel::copyMsPerMb(int d) const {
   if (profiles_[d] && profiles_[d]->copy_ms_per_mb > 0) return profiles_[d]->copy_ms_per_mb;
   return kAssumedCopyMsPerMb;
 }
+
+double CostModel::cpuDemand(int d) const { return profiles_[d] ? profiles_[d]->cpu_demand : 0; }
+
+int CostModel::machineCpus(int d) const { return profiles_[d] ? profiles_[d]->machine_cpus : 0; }
 
 double CostModel::transferMs(int a, int b, double bytes) const {
   if (a == b || bytes <= 0) return 0;

@@ -91,6 +91,13 @@ class CostModel {
   /// kAssumedCopyMsPerMb without one.
   double copyMsPerMb(int d) const;
 
+  /// The CPUs device `d`'s compute keeps busy while it runs, and the CPUs of the machine
+  /// its worker runs on, as its profile measured them; 0 when not measured. Devices on one
+  /// machine (machineOf) share its CPUs: the simulator slows the ops that run at once there
+  /// when their demands add up to more than it has.
+  double cpuDemand(int d) const;
+  int machineCpus(int d) const;
+
   /// latency + bytes / bandwidth of the link a -> b; 0 when a == b or bytes == 0.
   double transferMs(int a, int b, double bytes) const;
   /// bytes / bandwidth: how long the transfer occupies the link a -> b. Latency delays
@@ -166,6 +173,8 @@ class CostModel {
     std::vector<double> update;                  // prefix sums over layers, ms; empty: not timed
     double copy_ms_per_mb = 0;                   // 0: not timed
     double allreduce_ms_per_mb = 0;              // one member of a pair; 0: not timed
+    double cpu_demand = 0;                       // CPUs its compute keeps busy; 0: not measured
+    int machine_cpus = 0;                        // its machine's; 0: not measured
   };
   const ModelSpec* model_;
   const Cluster* cluster_;

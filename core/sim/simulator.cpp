@@ -6,12 +6,18 @@
 // state, then idle resources pick their next work. Dispatching only after all
 // completions of an instant is what makes "ties by micro-batch" hold for transfers that
 // become ready at the same moment, and keeps the result independent of heap order.
+//
+// Devices whose workers share a machine share its CPUs: while the ops running there ask
+// for more CPUs than it has, each progresses at the machine's CPUs over their demand (a
+// processor shared in proportion), and every start or end of one of them re-times the
+// others' completions.
 #include "sim/simulator.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <queue>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -72,6 +78,21 @@ struct DeviceState {
   double compute_ms = 0;
   int held = 0;       // micro-batches whose activations are kept for backward
   int peak_held = 0;
+  // On a machine shared with other devices (machine >= 0): the running op's work left at
+  // full speed, as of since_ms, the rate it progresses at since then, and the version its
+  // completion event must carry (an older one was re-timed).
+  int machine = -1;
+  double demand = 0;  // CPUs its compute keeps busy
+  double remaining_ms = 0;
+  double since_ms = 0;
+  double rate = 1;
+  std::int64_t version = 0;
+};
+
+struct MachineState {
+  double cpus = 0;
+  std::vector<int> devices;
+  bool dirty = false;  // an op started or ended there at this instant
 };
 
 struct PendingTransfer {
@@ -100,6 +121,7 @@ struct Event {
   Completion what = Completion::Compute;
   int index = -1;  // device, link, or route of an arrival
   int micro_batch = -1;  // of an arrival
+  std::int64_t version = 0;  // of a compute completion: DeviceState::version when scheduled
   bool operator>(const Event& o) const {
     return std::tie(time_ms, seq) > std::tie(o.time_ms, o.seq);
   }
@@ -123,7 +145,9 @@ class PipelineSimulation {
         const Event e = events_.top();
         events_.pop();
         switch (e.what) {
-          case Completion::Compute: finishCompute(e.index, now); break;
+          case Completion::Compute:
+            if (e.version == devices_[e.index].version) finishCompute(e.index, now);
+            break;
           case Completion::Transfer: finishTransfer(e.index, now); break;
           case Completion::Arrival: arrive(e.index, e.micro_batch); break;
         }
@@ -184,6 +208,51 @@ class PipelineSimulation {
       }
     }
     dirty_link_.assign(links_.size(), false);
+    shareMachines();
+  }
+
+  // Groups the computing devices by the machine their workers run on (machineOf), for
+  // machines that hold more than one and whose CPUs and demands the profiles measured.
+  void shareMachines() {
+    std::map<std::string, std::vector<int>> by_machine;
+    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+      if (devices_[d].ops.empty() || cost_.cpuDemand(d) <= 0 || cost_.machineCpus(d) <= 0) continue;
+      const std::string machine = machineOf(cost_.cluster().device(d));
+      if (!machine.empty()) by_machine[machine].push_back(d);
+    }
+    for (auto& [name, members] : by_machine) {
+      if (members.size() < 2) continue;
+      MachineState m;
+      for (int d : members) {
+        m.cpus = std::max(m.cpus, static_cast<double>(cost_.machineCpus(d)));
+        devices_[d].machine = static_cast<int>(machines_.size());
+        devices_[d].demand = cost_.cpuDemand(d);
+      }
+      m.devices = std::move(members);
+      machines_.push_back(std::move(m));
+    }
+  }
+
+  // Brings the running ops of machine `m` up to `now` and re-times their completions at the
+  // rate its CPUs give their demands from now on.
+  void shareCpus(int m, double now) {
+    MachineState& machine = machines_[m];
+    machine.dirty = false;
+    double demand = 0;
+    for (int idx : machine.devices) {
+      DeviceState& d = devices_[idx];
+      if (!d.busy) continue;
+      d.remaining_ms = std::max(0.0, d.remaining_ms - (now - d.since_ms) * d.rate);
+      d.since_ms = now;
+      demand += d.demand;
+    }
+    const double rate = demand > machine.cpus ? machine.cpus / demand : 1.0;
+    for (int idx : machine.devices) {
+      DeviceState& d = devices_[idx];
+      if (!d.busy) continue;
+      d.rate = rate;
+      schedule(now + d.remaining_ms / rate, Completion::Compute, idx, -1, ++d.version);
+    }
   }
 
   void markDevice(int d) {
@@ -200,8 +269,8 @@ class PipelineSimulation {
     }
   }
 
-  void schedule(double time_ms, Completion what, int index, int micro_batch = -1) {
-    events_.push({time_ms, event_seq_++, what, index, micro_batch});
+  void schedule(double time_ms, Completion what, int index, int micro_batch = -1, std::int64_t version = 0) {
+    events_.push({time_ms, event_seq_++, what, index, micro_batch, version});
   }
 
   bool ready(const DeviceState& d, const Op& op) const {
@@ -220,10 +289,19 @@ class PipelineSimulation {
       const Op& op = d.ops[d.next];
       d.busy = true;
       d.op_start_ms = now;
-      schedule(now + (op.kind == EventKind::Forward ? d.forward_ms : d.backward_ms),
-               Completion::Compute, idx);
+      const double ms = op.kind == EventKind::Forward ? d.forward_ms : d.backward_ms;
+      if (d.machine >= 0) {
+        d.remaining_ms = ms;
+        d.since_ms = now;
+        machines_[d.machine].dirty = true;
+      } else {
+        schedule(now + ms, Completion::Compute, idx);
+      }
     }
     device_queue_.clear();
+    for (int m = 0; m < static_cast<int>(machines_.size()); ++m) {
+      if (machines_[m].dirty) shareCpus(m, now);
+    }
     std::sort(link_queue_.begin(), link_queue_.end());
     for (int idx : link_queue_) {
       dirty_link_[idx] = false;
@@ -249,6 +327,7 @@ class PipelineSimulation {
     DeviceState& d = devices_[idx];
     const Op op = d.ops[d.next++];
     d.busy = false;
+    if (d.machine >= 0) machines_[d.machine].dirty = true;
     d.compute_ms += now - d.op_start_ms;
     timeline_.push_back({idx, op.micro_batch, op.kind, -1, d.op_start_ms, now});
     if (op.kind == EventKind::Forward) {
@@ -342,6 +421,7 @@ class PipelineSimulation {
   std::vector<DeviceState> devices_;  // per cluster device
   std::vector<Route> routes_;
   std::vector<LinkState> links_;      // only the directed pairs some route uses
+  std::vector<MachineState> machines_;  // only those shared by two or more computing devices
   std::vector<int> members_pending_;  // per stage: members with backwards still to run
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::int64_t event_seq_ = 0;

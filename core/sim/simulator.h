@@ -54,6 +54,10 @@ std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, i
 /// torchgpipe do). A member with 0 samples computes nothing but joins the all-reduce,
 /// and counts as a used device (busy 0) in bubble_fraction. The all-reduce is priced by
 /// the cost model alone: it does not queue behind pipeline transfers on links.
+/// Devices whose workers run on one machine (machineOf) share its CPUs when their profiles
+/// measured both (CostModel::cpuDemand, machineCpus): while the forward and backward passes
+/// running there ask for more CPUs than it has, each progresses at the machine's CPUs over
+/// the sum of their demands. The all-reduce and the optimizer steps are not slowed so.
 /// Deterministic: equal inputs give identical timelines.
 SimulationResult simulate(const Plan& plan, const CostModel& cost);
 

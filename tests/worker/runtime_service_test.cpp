@@ -1,5 +1,6 @@
 // Profile, weights in and out, the emulation knobs and server reflection, on real workers.
 #include <grpcpp/generic/generic_stub.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -82,6 +83,23 @@ TEST(RuntimeService, TheFirstLayersBackwardIsTimedWithoutAGradientForTheData) {
   const double first = layers[0].backward_ms() / layers[0].forward_ms();
   const double second = layers[1].backward_ms() / layers[1].forward_ms();
   EXPECT_LT(first, 0.8 * second) << "layer 0 backward/forward " << first << ", layer 1 " << second;
+}
+
+TEST(RuntimeService, TheProfileSaysWhatItsComputeAsksOfTheMachinesCpus) {
+  // One thread emulating a device 4x slower keeps a quarter of a CPU busy (less when other
+  // processes take turns on this machine, never more); co-hosted devices share the CPUs
+  // the machine has by these figures (the simulator).
+  WorkerProcess w("quarter", {"--slowdown", "4"});
+  v1::ProfileRequest request;
+  *request.mutable_model() = zooModel("mlp");
+  request.add_micro_batches(8);
+  request.set_repeats(1);
+  v1::DeviceProfile profile;
+  const auto status = w.call(&v1::Worker::Stub::Profile, request, &profile);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(profile.cpu_demand(), 0.05);
+  EXPECT_LE(profile.cpu_demand(), 0.3);
+  EXPECT_EQ(profile.machine_cpus(), ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /// A cgroup-v1 CPU group limited to `cores` (needs root); removed when destroyed.

@@ -336,6 +336,11 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
   // The all-reduce is not stretched by --slowdown (it emulates slower compute only).
   profile.set_copy_ms_per_mb(median(copy_cpu) * wall_per_cpu);
   profile.set_allreduce_ms_per_mb(allreduce_cpu * wall_per_cpu);
+  // The profile ran alone on its machine (co-hosted workers are profiled one after another):
+  // its CPU time over wall-clock time is what this worker's compute asks of the machine's
+  // CPUs, less while --slowdown's sleeps stretch it.
+  profile.set_cpu_demand(1.0 / scale);
+  profile.set_machine_cpus(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))));
   for (int i = 0; i < layers; ++i) {
     profile.add_sgd_update_ms(sgd_ms[i] * scale);
     profile.add_adam_update_ms(adam_ms[i] * scale);
