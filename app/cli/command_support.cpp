@@ -120,6 +120,10 @@ std::string fixed(double value, int digits) {
   return buf;
 }
 
+std::string counted(std::int64_t n, const std::string& noun, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
+}
+
 std::string percent(double fraction) { return fixed(100.0 * fraction, 1) + "%"; }
 
 std::string describeLayers(const ModelSpec& model, int begin, int end) {

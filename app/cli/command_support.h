@@ -82,6 +82,8 @@ std::vector<std::string> parsePlannerList(const std::string& names);
 
 /// `value` with `digits` decimals.
 std::string fixed(double value, int digits);
+/// "1 stage", "3 stages": `n` and the noun, `plural` unless n is 1 (`noun` + "s" when empty).
+std::string counted(std::int64_t n, const std::string& noun, const std::string& plural = {});
 /// `fraction` as a percentage with one decimal, e.g. "12.5%".
 std::string percent(double fraction);
 /// "layers 3-7 (conv3 .. fc)" or "layer 3 (conv3)".

@@ -25,7 +25,8 @@ std::vector<std::string> explainPlan(const PlanOutcome& outcome, const CostModel
   std::vector<std::string> lines;
   lines.push_back("Plan for " + model.name() + " on " + cluster.name() + " by " + plan.planner + " (planned in " +
                   fixed(outcome.plan_ms, 2) + " ms): batch " + std::to_string(plan.batch_size) + " in " +
-                  std::to_string(plan.microbatches) + " micro-batches of " + std::to_string(plan.microBatchSize()) +
+                  counted(plan.microbatches, "micro-batch", "micro-batches") + " of " +
+                  std::to_string(plan.microBatchSize()) +
                   ", " + std::string(scheduleName(plan.schedule)) + " schedule, " +
                   std::string(optimizerName(plan.optimizer)) + " optimizer");
   lines.push_back("");

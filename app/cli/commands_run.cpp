@@ -360,9 +360,10 @@ int runRun(std::span<const std::string> args) {
   if (interrupted("before deploying")) return kExitFailed;
   const SimulationResult predicted = simulate(plan, cost);
   if (!json) {
-    std::cout << "Plan by " << (plan.planner.empty() ? "a file" : plan.planner) << ": " << plan.stageCount()
-              << " stages, batch " << plan.batch_size << " in " << plan.microbatches << " micro-batches of "
-              << plan.microBatchSize() << ", " << scheduleName(plan.schedule) << ", predicted "
+    std::cout << "Plan by " << (plan.planner.empty() ? "a file" : plan.planner) << ": "
+              << counted(plan.stageCount(), "stage") << ", batch " << plan.batch_size << " in "
+              << counted(plan.microbatches, "micro-batch", "micro-batches") << " of " << plan.microBatchSize()
+              << ", " << scheduleName(plan.schedule) << ", predicted "
               << fixed(predicted.samples_per_second, 1) << " samples/s\n";
     printStages(plan, model, cluster, std::cout);
   }

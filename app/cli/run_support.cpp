@@ -136,8 +136,8 @@ void printCalibration(const Calibration& c, std::int64_t step, double predicted_
   const Plan& p = *c.suggested;
   out << "calibrated at step " << step << ": another plan is predicted " << fixed(c.suggested_samples_per_second, 1)
       << " samples/s (+" << fixed((c.suggested_samples_per_second / c.samples_per_second - 1) * 100, 0)
-      << "%): " << p.stageCount() << " stages, " << p.microbatches << " micro-batches of " << p.microBatchSize()
-      << "\n";
+      << "%): " << counted(p.stageCount(), "stage") << ", "
+      << counted(p.microbatches, "micro-batch", "micro-batches") << " of " << p.microBatchSize() << "\n";
   printStages(p, model, cluster, out);
 }
 
@@ -210,8 +210,8 @@ void printRecovery(const control::Recovery& r, const Plan& plan, const ModelSpec
         << fixed(r.recovered_ms / 1000.0, 2) << " s (" << r.replayed_steps
         << (r.replayed_steps == 1 ? " step" : " steps") << " replayed): ";
   }
-  out << plan.stageCount() << " stages on " << r.devices << " devices, " << plan.microbatches
-      << " micro-batches of " << plan.microBatchSize() << "\n";
+  out << counted(plan.stageCount(), "stage") << " on " << counted(r.devices, "device") << ", "
+      << counted(plan.microbatches, "micro-batch", "micro-batches") << " of " << plan.microBatchSize() << "\n";
   printStages(plan, model, cluster, out);
 }
 
