@@ -162,6 +162,7 @@ void TrainingRun::install(Plan plan, std::shared_ptr<const Cluster> over, const 
   promises_.forget();  // replan() says when a deployment was chosen on a promise
   step_ = first;
   latest_.assign(static_cast<size_t>(deployed_->coordinator->memberCount()), v1::IterationReport{});
+  window_ = StepWindow(deployed_->coordinator->memberCount(), kFactorSteps, first + 1);
   // A new plan has a step time of its own (slower without a lost fast device, and its
   // first step warms up): until it is measured, one-step segments under the user's limit.
   step_ms_ = 0;
@@ -281,9 +282,11 @@ void TrainingRun::saveCheckpoint(const std::string& dir) {
 
 void TrainingRun::updateFactors() {
   if (!deployed_) return;
-  for (const auto& [name, f] : measuredFactors(deployed_->plan, costModel(*deployed_->cluster, false), latest_)) {
-    factors_[name] = f;
-  }
+  const CostModel uncalibrated = costModel(*deployed_->cluster, false);
+  // The median over the last complete steps; the latest reports until there is one.
+  const auto measured = window_.steps().empty() ? measuredFactors(deployed_->plan, uncalibrated, latest_)
+                                                : measuredFactors(deployed_->plan, uncalibrated, window_.steps());
+  for (const auto& [name, f] : measured) factors_[name] = f;
 }
 
 Plan TrainingRun::planOver(const Cluster& over, const std::string& why) const {
@@ -480,6 +483,7 @@ RunResult TrainingRun::train(std::int64_t target, const RunEvents& events, const
   };
   callbacks.on_iteration = [&](int member, const v1::IterationReport& r) {
     if (member >= 0 && member < static_cast<int>(latest_.size())) latest_[member] = r;
+    window_.add(member, r);
     bool backed_up = false;  // the copy's start, and a wait for it to finish when there was one
     for (const auto& e : r.timeline()) {
       if (e.kind() != "backup") continue;

@@ -24,6 +24,7 @@
 #include "control/divergence.h"
 #include "control/promise.h"
 #include "control/replan.h"
+#include "control/step_window.h"
 #include "control/stragglers.h"
 #include "cost/cost_basis.h"
 #include "cost/cost_model.h"
@@ -288,6 +289,9 @@ class TrainingRun {
   double predictedSamplesPerSecond() const { return predicted_sps_; }
   /// Per device name, measured over predicted compute time (from the latest telemetry).
   const std::map<std::string, double>& computeFactors() const { return factors_; }
+  /// The deployment's last few complete steps clear of backups (its first step left out),
+  /// which the compute factors are the medians of.
+  const StepWindow& recentSteps() const { return window_; }
   /// The step of the latest backup (the seed's start step before the first).
   std::int64_t backupStep() const { return backup_step_; }
   /// Steps between backups now (RunSettings::backup_every, or what kAutoBackups chose for
@@ -362,6 +366,7 @@ class TrainingRun {
   double step_ms_ = 0;  // wall time per step of the last segment; 0 before the first
   double predicted_sps_ = 0;
   std::vector<v1::IterationReport> latest_;  // per member of the deployment
+  StepWindow window_;                        // its last complete steps, for the factors
 
   // The coordinator's backup: weights at backup_step_ (from a deployment, a re-plan, a
   // checkpoint or the workers' backups after a loss), or (none) the seed at backup_step_.
