@@ -389,7 +389,6 @@ int runRun(std::span<const std::string> args) {
   control::RunResult result;
   std::set<std::int64_t> went_back;  // the steps whose verdict sent the run back
   std::map<std::int64_t, std::vector<TimelineEvent>> measured;  // per step, every member's events
-  std::vector<v1::IterationReport> latest(run.deployment().memberCount());
   std::optional<Calibration> calibration;
   ReplanSignalGuard hangups;
   {
@@ -403,15 +402,17 @@ int runRun(std::span<const std::string> args) {
       if (takeReplanSignal() || (fresh && replan_every > 0 && s.step % replan_every == 0 && s.step < steps)) {
         run.requestReplan();
       }
-      // At the first step from --calibrate-after on that no backup's copies slow (they would
-      // pass for slow compute).
+      // From --calibrate-after on, once the run holds kCalibrationSteps complete steps that
+      // no backup's copies slowed (they would pass for slow compute): the median of each
+      // device's speed over them, so one step another process slowed does not decide it.
+      const auto& recent = run.recentSteps().steps();
       if (calibrate_after > 0 && s.step >= calibrate_after && s.step < steps && !calibration &&
-          run.clearOfBackups(s.step)) {
+          recent.size() >= kCalibrationSteps) {
         calibrated_at = s.step;
         const PlanRequest again{run.plan().batch_size, 0, run.plan().schedule};
         progress.finish();
         try {
-          calibration = calibrate(run.plan(), run.costModel(run.deployedCluster(), false), latest,
+          calibration = calibrate(run.plan(), run.costModel(run.deployedCluster(), false), recent,
                                   *makePlanner(settings.planner), again);
         } catch (const std::exception& e) {
           // Advice only: a calibration that cannot be made never ends the run.
@@ -428,14 +429,12 @@ int runRun(std::span<const std::string> args) {
       }
     };
     events.on_iteration = [&](int member, int device, const v1::IterationReport& r) {
-      if (member >= 0 && member < static_cast<int>(latest.size())) latest[member] = r;
       if (!parsed.has("timeline")) return;
       const int at = cluster.find(run.deployedCluster().device(device).name).value_or(-1);
       auto events_of_step = control::timelineEvents(r, at, cluster);
       auto& step = measured[r.step()];
       step.insert(step.end(), events_of_step.begin(), events_of_step.end());
     };
-    events.on_deployed = [&] { latest.assign(run.deployment().memberCount(), v1::IterationReport{}); };
     events.on_failure = [&](const control::Recovery& r) {
       progress.finish();
       printFailureNotice(r, std::cerr);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "control/replan.h"
+#include "control/step_window.h"
 #include "io/error.h"
 #include "io/json_io.h"
 #include "plan/plan_io.h"
@@ -106,11 +107,12 @@ void writeTimeline(const std::string& path, const SimulationResult& predicted,
 /// less is within what a re-plan's own disruption and the calibration's noise eat up.
 constexpr double kSuggestGain = 1.10;
 
-Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector<v1::IterationReport>& latest,
+Calibration calibrate(const Plan& plan, const CostModel& cost, std::span<const std::vector<v1::IterationReport>> steps,
                       const Planner& planner, const PlanRequest& request) {
   Calibration c;
   for (const Device& d : cost.cluster().devices()) c.devices.push_back(d.name);
-  c.factors = control::computeFactors(plan, cost, latest);
+  c.factors = control::medianFactors(plan, cost, steps);
+  for (const auto& step : steps) c.steps.push_back(step.front().step());
   CostModel calibrated = cost;
   calibrated.setComputeFactors(c.factors);
   c.samples_per_second = simulate(plan, calibrated).samples_per_second;
@@ -129,8 +131,10 @@ Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector
 void printCalibration(const Calibration& c, std::int64_t step, double predicted_sps, const ModelSpec& model,
                       const Cluster& cluster, std::ostream& out) {
   const auto [lo, hi] = std::minmax_element(c.factors.begin(), c.factors.end());
-  out << "calibrated at step " << step << ": devices compute at " << fixed(*lo, 2) << "-" << fixed(*hi, 2)
-      << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
+  std::string from;
+  for (const std::int64_t s : c.steps) from += (from.empty() ? "" : ", ") + std::to_string(s);
+  out << "calibrated at step " << step << " (the median of steps " << from << "): devices compute at "
+      << fixed(*lo, 2) << "-" << fixed(*hi, 2) << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
       << " samples/s (was " << fixed(predicted_sps, 1) << ")\n";
   if (!c.suggested) return;
   const Plan& p = *c.suggested;

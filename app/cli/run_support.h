@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -134,14 +135,20 @@ void writeTimeline(const std::string& path, const SimulationResult& predicted,
 struct Calibration {
   std::vector<std::string> devices;  ///< the deployed cluster's, when calibrated
   std::vector<double> factors;       ///< per device
+  std::vector<std::int64_t> steps;   ///< the steps they are the medians of
   double samples_per_second = 0;
   std::optional<Plan> suggested;
   v1::Plan suggested_proto;
   double suggested_samples_per_second = 0;
 };
 
-/// `cost` has the profiles but no compute factors; `latest[m]` is member m's latest report.
-Calibration calibrate(const Plan& plan, const CostModel& cost, const std::vector<v1::IterationReport>& latest,
+/// Complete steps a calibration from telemetry waits for (control::StepWindow): the median
+/// of three is the first that one slow step does not move.
+constexpr std::size_t kCalibrationSteps = 3;
+
+/// `cost` has the profiles but no compute factors; `steps` are complete steps, one report
+/// per member each (control::medianFactors).
+Calibration calibrate(const Plan& plan, const CostModel& cost, std::span<const std::vector<v1::IterationReport>> steps,
                       const Planner& planner, const PlanRequest& request);
 void printCalibration(const Calibration& c, std::int64_t step, double predicted_sps, const ModelSpec& model,
                       const Cluster& cluster, std::ostream& out);
