@@ -104,8 +104,9 @@ int runRun(std::span<const std::string> args) {
               "(at least 3 s) once a step time is known",
               "120")
       .option("calibrate-after", "N",
-              "after step N, re-time every device from telemetry, re-predict the plan and say on stderr when "
-              "another plan is predicted faster (0: never)",
+              "from step N on, once three complete steps ran clear of backups, re-time every device from "
+              "telemetry (the median over them), re-predict the plan and say on stderr when another plan is "
+              "predicted faster (0: never)",
               "3")
       .option("suggested-plan", "FILE", "write that faster plan here (for `run --plan`)")
       .option("checkpoint-dir", "DIR",
