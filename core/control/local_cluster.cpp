@@ -87,13 +87,7 @@ void reap(long pid) {
   ::waitpid(static_cast<pid_t>(pid), &status, WNOHANG);
 }
 
-bool processAlive(const v1::LocalWorker& worker) {
-  if (worker.pid() <= 0) return false;
-  reap(worker.pid());
-  const auto stat = readProcStat(worker.pid());
-  if (!stat || stat->state == 'Z' || stat->state == 'X') return false;
-  return worker.start_ticks() == 0 || stat->start_ticks == worker.start_ticks();
-}
+bool processAlive(const v1::LocalWorker& worker) { return processRunning(worker.pid(), worker.start_ticks()); }
 
 /// The last non-empty line of a log file, for a message about a worker that died.
 std::string lastLogLine(const std::string& path) {
@@ -151,6 +145,14 @@ std::int64_t unixMs() {
 }
 
 }  // namespace
+
+bool processRunning(long pid, std::uint64_t start_ticks) {
+  if (pid <= 0) return false;
+  reap(pid);
+  const auto stat = readProcStat(pid);
+  if (!stat || stat->state == 'Z' || stat->state == 'X') return false;
+  return start_ticks == 0 || stat->start_ticks == start_ticks;
+}
 
 std::string defaultStateDirectory() {
   if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime) {

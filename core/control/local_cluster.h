@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ std::string stateFilePath(const std::string& cluster_name, const std::string& st
 /// ../worker/src/stagecraft-worker from build/bench, in a build tree; the same
 /// folder once installed), else the PATH. Throws Error saying where it looked.
 std::string findWorkerBinary(const std::string& explicit_path, const std::string& cli_path);
+
+/// Whether process `pid` runs: it exists and is neither a zombie nor dead (/proc/<pid>/stat),
+/// and, when `start_ticks` is not 0, it started then (not a later process given the same
+/// pid). A finished child of this process is reaped first.
+bool processRunning(long pid, std::uint64_t start_ticks = 0);
 
 /// The command-line arguments of the worker for device `device`, listening on `listen`:
 /// its name and tier, `threads`, and emulation knobs that keep the cluster's relative

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "control/local_cluster.h"
+
 extern char** environ;
 
 namespace stagecraft::test_support {
@@ -64,13 +66,8 @@ std::vector<std::string> linesOf(const std::string& text) {
 }
 
 bool waitUntilEnded(int pid, std::chrono::milliseconds timeout) {
-  const auto ended = [pid] {
-    const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-    const auto name_end = stat.rfind(')');  // the name in parentheses may hold anything
-    return name_end == std::string::npos || name_end + 2 >= stat.size() || stat[name_end + 2] == 'Z';
-  };
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!ended()) {
+  while (control::processRunning(pid)) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -28,8 +28,8 @@ std::string slurp(const std::filesystem::path& path);
 std::vector<std::string> linesOf(const std::string& text);
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-/// Whether process `pid` has ended (gone from /proc, or exited and not yet reaped by its
-/// parent), looking every 50 ms for up to `timeout`.
+/// Whether process `pid` has ended (control::processRunning: gone, a zombie or dead),
+/// looking every 50 ms for up to `timeout`.
 bool waitUntilEnded(int pid, std::chrono::milliseconds timeout);
 
 }  // namespace stagecraft::test_support
