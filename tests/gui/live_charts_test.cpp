@@ -117,6 +117,32 @@ class LiveChartsTest : public QObject {
     QVERIFY(legend.height() > 0);
   }
 
+  void lossLegendSitsUnderTheTitleNotOverTheCurves() {
+    gui::LossChart loss;
+    gui::LossChart* chart = &loss;
+    for (int s = 1; s <= 20; ++s) loss.addStep(s, 2.3 - 0.05 * s);
+    loss.resize(300, 180);
+    loss.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&loss));
+    const auto check = [&](int width, int rows) {
+      chart->resize(width, 180);  // a shown widget gets its resize event at once
+      chart->requestReplot();
+      chart->flushReplot();
+      QCOMPARE(chart->legend->rowCount(), rows);
+      const QRect legend = chart->legend->outerRect(), axes = chart->axisRect()->rect();
+      QVERIFY2(legend.bottom() <= axes.top(), qPrintable(QStringLiteral("width %1: legend bottom %2, axes top %3")
+                                                             .arg(width).arg(legend.bottom()).arg(axes.top())));
+      QVERIFY(legend.height() > 0);
+      QVERIFY2(legend.right() <= chart->width(), qPrintable(QStringLiteral("width %1: legend right %2")
+                                                                .arg(width).arg(legend.right())));
+    };
+    check(300, 1);  // loss and its average side by side
+    chart->addEvaluation(20, 0.4, 1.5);
+    QCOMPARE(chart->legend->itemCount(), 4);
+    check(900, 1);  // four side by side where they fit
+    check(300, 2);  // two a row in a narrow chart
+  }
+
   void lossLogScaleSwitchesTheAxis() {
     LiveCharts charts;
     feedSteps(charts, 20);

@@ -17,6 +17,21 @@ Q_LOGGING_CATEGORY(lcLossChart, "stagecraft.gui.losschart")
 LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   plotLayout()->insertRow(0);
   plotLayout()->addElement(0, 0, new QCPTextElement(this, tr("Training Loss"), ChartStyle::titleFont()));
+  // The legend in a row of its own under the title, centred: inside the axes it covered the
+  // curves of a chart a few hundred pixels wide. As many entries a row as the width holds
+  // (prepareReplot).
+  auto* legend_row = new QCPLayoutGrid;
+  plotLayout()->insertRow(1);
+  plotLayout()->addElement(1, 0, legend_row);
+  plotLayout()->setRowStretchFactor(1, 0.001);
+  axisRect()->insetLayout()->take(legend);
+  legend_row->addElement(0, 0, new QCPLayoutElement(this));
+  legend_row->addElement(0, 1, legend);
+  legend_row->addElement(0, 2, new QCPLayoutElement(this));
+  legend_row->setColumnStretchFactor(0, 1);
+  legend_row->setColumnStretchFactor(1, 0.01);
+  legend_row->setColumnStretchFactor(2, 1);
+  legend->setBorderPen(Qt::NoPen);
 
   loss_ = addGraph();
   loss_->setName(tr("Loss"));
@@ -40,17 +55,13 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   yAxis2->setVisible(false);  // until the first evaluation, as their legend entries
   held_out_loss_->removeFromLegend();
   accuracy_->removeFromLegend();
-  // Two entries a row: four in a column would cover the plot and the step axis.
   legend->setFillOrder(QCPLegend::foColumnsFirst);
-  legend->setWrap(2);
 
   ChartStyle::setAxisLabel(xAxis, tr("Step"));
   ChartStyle::setAxisLabel(yAxis, tr("Loss"));
   xAxis->setRange(0, 10);
   yAxis->setRange(0, 1);
   legend->setVisible(true);
-  // A falling loss leaves the top right free.
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   enableKeyNavigation();
 }
 
@@ -122,7 +133,27 @@ void LossChart::setStepWindow(int steps) {
 
 int LossChart::pointCount() const { return loss_->data()->size(); }
 
+// Pixels the legend leaves free across the chart's width.
+constexpr int kLegendSlack = 8;
+
+void LossChart::fitLegend() {
+  // All entries in one row when they fit the chart's width, else two a row, else one.
+  const int entries = std::max(1, legend->itemCount());
+  for (const int wrap : {entries, 2, 1}) {
+    if (wrap > entries) continue;
+    legend->setWrap(wrap);
+    legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // lays the entries out again
+    if (legend->minimumOuterSizeHint().width() <= width() - kLegendSlack) break;
+  }
+}
+
+void LossChart::resizeEvent(QResizeEvent* event) {
+  fitLegend();
+  ChartPlot::resizeEvent(event);
+}
+
 void LossChart::prepareReplot() {
+  fitLegend();
   if (loss_->data()->isEmpty()) return;
   if (following()) {
     const double first = loss_->data()->constBegin()->key;

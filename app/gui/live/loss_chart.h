@@ -45,9 +45,12 @@ class LossChart : public ChartPlot {
 
  protected:
   void prepareReplot() override;
+  void resizeEvent(QResizeEvent* event) override;
   void addChartActions(QMenu* menu) override;
 
  private:
+  void fitLegend();
+
   QCPGraph* loss_ = nullptr;
   QCPGraph* smoothed_ = nullptr;
   QCPGraph* held_out_loss_ = nullptr;
