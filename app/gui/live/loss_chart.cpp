@@ -32,6 +32,10 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   legend_row->setColumnStretchFactor(1, 0.01);
   legend_row->setColumnStretchFactor(2, 1);
   legend->setBorderPen(Qt::NoPen);
+  // Tight rows: a chart a laptop's screen gives 140 pixels keeps most of them for the plot.
+  legend->setMargins(QMargins(2, 0, 2, 0));
+  legend->setRowSpacing(0);
+  legend->setIconSize(18, 8);
 
   loss_ = addGraph();
   loss_->setName(tr("Loss"));
