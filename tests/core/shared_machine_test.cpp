@@ -161,18 +161,9 @@ TEST(SharedMachine, APipelineWhoseStagesTakeTurnsIsNotSlowed) {
   EXPECT_GT(simulate(plan, shared).iteration_ms, simulate(plan, alone).iteration_ms + 1);
 }
 
-/// A member's report: one forward and one backward of the given lengths.
+/// A member's report of step 3: one forward and one backward of the given lengths.
 v1::IterationReport report(double forward_ms, double backward_ms) {
-  v1::IterationReport r;
-  r.set_step(3);
-  auto* f = r.add_timeline();
-  f->set_kind("forward");
-  f->set_end_ms(forward_ms);
-  auto* b = r.add_timeline();
-  b->set_kind("backward");
-  b->set_start_ms(forward_ms);
-  b->set_end_ms(forward_ms + backward_ms);
-  return r;
+  return testing::passesReport(3, forward_ms, backward_ms);
 }
 
 TEST(SharedMachine, CalibrationDoesNotCountTheSharingTwice) {

@@ -14,15 +14,7 @@ namespace {
 
 /// A member's report of `step`: one forward and one backward of these lengths, and a backup.
 v1::IterationReport report(std::int64_t step, double forward_ms, double backward_ms, bool backup = false) {
-  v1::IterationReport r;
-  r.set_step(step);
-  auto* f = r.add_timeline();
-  f->set_kind("forward");
-  f->set_end_ms(forward_ms);
-  auto* b = r.add_timeline();
-  b->set_kind("backward");
-  b->set_start_ms(forward_ms);
-  b->set_end_ms(forward_ms + backward_ms);
+  v1::IterationReport r = testing::passesReport(step, forward_ms, backward_ms);
   if (backup) {
     auto* copy = r.add_timeline();
     copy->set_kind("backup");

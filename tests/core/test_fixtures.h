@@ -2,12 +2,14 @@
 
 // Small models and clusters built in code, for tests that need exact numbers.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "model/model_spec.h"
 #include "stagecraft/v1/cluster.pb.h"
+#include "stagecraft/v1/worker.pb.h"
 
 namespace stagecraft::testing {
 
@@ -63,6 +65,21 @@ inline v1::DeviceProfile* addTimedDevice(v1::ProfileSet& set, const std::string&
     t->set_backward_ms(backward_ms);
   }
   return dev;
+}
+
+/// A member's IterationReport of `step`: one forward of `forward_ms` from 0, then one
+/// backward of `backward_ms`.
+inline v1::IterationReport passesReport(std::int64_t step, double forward_ms, double backward_ms) {
+  v1::IterationReport r;
+  r.set_step(step);
+  auto* f = r.add_timeline();
+  f->set_kind("forward");
+  f->set_end_ms(forward_ms);
+  auto* b = r.add_timeline();
+  b->set_kind("backward");
+  b->set_start_ms(forward_ms);
+  b->set_end_ms(forward_ms + backward_ms);
+  return r;
 }
 
 }  // namespace stagecraft::testing
