@@ -231,8 +231,8 @@ v1::DeviceProfile profileLayers(const v1::Model& model, std::span<const int> mic
         std::vector<torch::Tensor> outputs(end - begin);
         for (int i = begin; i < end; ++i) {
           // Layer 0 always opens the first stage, whose input is the data: training
-          // computes no gradient for it, so neither does its timed backward (a wide first
-          // layer's backward is then half its forward's cost lighter). Later layers' inputs
+          // computes no gradient for it, so neither does its timed backward (a Linear first
+          // layer's backward is then about one forward's cost lighter). Later layers' inputs
           // need one in any stage but the first.
           torch::Tensor input = x.detach();
           if (i > 0 && input.is_floating_point()) input.requires_grad_(true);

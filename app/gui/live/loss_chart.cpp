@@ -19,7 +19,7 @@ LossChart::LossChart(QWidget* parent) : ChartPlot(parent) {
   plotLayout()->addElement(0, 0, new QCPTextElement(this, tr("Training Loss"), ChartStyle::titleFont()));
   // The legend in a row of its own under the title, centred: inside the axes it covered the
   // curves of a chart a few hundred pixels wide. As many entries a row as the width holds
-  // (prepareReplot).
+  // (fitLegend, on every resize and before every replot).
   auto* legend_row = new QCPLayoutGrid;
   plotLayout()->insertRow(1);
   plotLayout()->addElement(1, 0, legend_row);
