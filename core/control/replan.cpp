@@ -191,25 +191,30 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
   return factors;
 }
 
+std::map<std::string, double> namedFactors(const Plan& plan, const Cluster& cluster, std::span<const double> factors,
+                                           const std::function<bool(std::size_t member)>& reported) {
+  std::map<std::string, double> out;
+  std::size_t member = 0;
+  for (const Stage& stage : plan.stages) {
+    for (const DeviceShare& m : stage.members) {
+      const bool measured = reported(member++) && m.samples > 0;
+      const double f = factors[static_cast<std::size_t>(m.device)];
+      if (measured && std::isfinite(f) && f > 0) out[cluster.device(m.device).name] = f;
+    }
+  }
+  return out;
+}
+
 std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
                                               std::span<const v1::IterationReport> latest) {
-  std::map<std::string, double> out;
   std::vector<double> factors;
   try {
     factors = computeFactors(plan, uncalibrated, latest);
   } catch (const std::exception&) {
-    return out;  // advice for the planner only
+    return {};  // advice for the planner only
   }
-  const Cluster& over = uncalibrated.cluster();
-  int member = 0;
-  for (const Stage& stage : plan.stages) {
-    for (const DeviceShare& m : stage.members) {
-      const bool measured = latest[member++].step() > 0 && m.samples > 0;
-      const double f = factors[m.device];
-      if (measured && std::isfinite(f) && f > 0) out[over.device(m.device).name] = f;
-    }
-  }
-  return out;
+  return namedFactors(plan, uncalibrated.cluster(), factors,
+                      [&](std::size_t member) { return latest[member].step() > 0; });
 }
 
 Cluster calibrateCluster(const Plan& plan, const CostModel& cost, std::span<const v1::IterationReport> latest) {

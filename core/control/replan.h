@@ -5,6 +5,7 @@
 // out: no network, so each piece is testable on its own.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -68,6 +69,12 @@ std::vector<double> computeFactors(const Plan& plan, const CostModel& cost, std:
 /// or the reports do not fit the plan.
 std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
                                               std::span<const v1::IterationReport> latest);
+
+/// `factors` (one per device of `cluster`) of the devices that compute in `plan` (a member
+/// with samples) and that `reported` says were measured (by member, in the plan's order),
+/// by device name, finite and positive only.
+std::map<std::string, double> namedFactors(const Plan& plan, const Cluster& cluster, std::span<const double> factors,
+                                           const std::function<bool(std::size_t member)>& reported);
 
 /// `cost.cluster()` with each device's gflops divided by its computeFactors factor
 /// (measured over predicted compute time, the passes beside an all-reduce left out; a

@@ -1,7 +1,6 @@
 #include "control/step_window.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "control/replan.h"
 #include "io/error.h"
@@ -63,20 +62,13 @@ std::vector<double> medianFactors(const Plan& plan, const CostModel& cost,
 
 std::map<std::string, double> measuredFactors(const Plan& plan, const CostModel& uncalibrated,
                                               std::span<const std::vector<v1::IterationReport>> steps) {
-  std::map<std::string, double> out;
   std::vector<double> factors;
   try {
     factors = medianFactors(plan, uncalibrated, steps);
   } catch (const std::exception&) {
-    return out;  // advice for the planner only
+    return {};  // advice for the planner only
   }
-  for (const Stage& stage : plan.stages) {
-    for (const DeviceShare& m : stage.members) {
-      const double f = factors[m.device];
-      if (m.samples > 0 && std::isfinite(f) && f > 0) out[uncalibrated.cluster().device(m.device).name] = f;
-    }
-  }
-  return out;
+  return namedFactors(plan, uncalibrated.cluster(), factors, [](std::size_t) { return true; });
 }
 
 }  // namespace stagecraft::control
