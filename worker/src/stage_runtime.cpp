@@ -4,6 +4,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -36,6 +38,20 @@ double residentMb() {
   statm >> pages >> resident;
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
+
+/// When a compute op began: the clock, and the CPU time of the thread that runs it.
+struct OpStart {
+  Clock::time_point wall;
+  double thread_cpu_ms;
+};
+
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+OpStart opStart() { return {Clock::now(), threadCpuMs()}; }
 
 /// What a forward keeps for its backward.
 struct Saved {
@@ -105,12 +121,19 @@ struct StageRuntime::Impl {
     e->set_end_ms(msBetween(iteration_start, end));
   }
 
-  /// Stretches a compute op that started at `start` to slowdown x its time.
-  void emulateSlowdown(Clock::time_point start) {
-    if (env.slowdown > 1) {
-      const auto took = Clock::now() - start;
-      std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(took * (env.slowdown - 1)));
-    }
+  /// Stretches a compute op that started at `start`: it sleeps (slowdown - 1) x the op's own
+  /// work after it, so the op takes about slowdown x its time on an idle machine. On one
+  /// thread the op's own work is that thread's CPU time: what the op waited for a CPU while
+  /// other processes on this machine ran is added once, as a slower device would wait as
+  /// long, not slowdown times (co-hosted workers' passes took 1.3-2.3x their profile when
+  /// every wait was multiplied). With more threads the work spreads over threads this one
+  /// does not see, and the op's wall-clock time is taken.
+  void emulateSlowdown(const OpStart& start) {
+    if (!(env.slowdown > 1)) return;
+    double own_ms = msBetween(start.wall, Clock::now());
+    if (at::get_num_threads() == 1) own_ms = std::min(own_ms, threadCpuMs() - start.thread_cpu_ms);
+    const double sleep_ms = std::max(0.0, own_ms) * (env.slowdown - 1);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(sleep_ms));
   }
 
   void checkStop() const {
@@ -386,7 +409,8 @@ struct StageRuntime::Impl {
         } else {
           x = receive(s, m, false).requires_grad_(true);
         }
-        const auto start = Clock::now();
+        const OpStart op_start = opStart();
+        const auto start = op_start.wall;
         torch::Tensor out = module->forward(x);
         if (layout.last()) {
           const torch::Tensor labels = data->labels(layout.firstSample(s, m), layout.samples);
@@ -394,7 +418,7 @@ struct StageRuntime::Impl {
           loss_sum += sum.item<double>();
           out = sum / static_cast<double>(layout.batch_size);
         }
-        emulateSlowdown(start);
+        emulateSlowdown(op_start);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
         event(m, "forward", "", start, end);
@@ -404,7 +428,8 @@ struct StageRuntime::Impl {
         Saved& kept = saved[m].value();
         torch::Tensor grad;
         if (!layout.last()) grad = receive(s, m, true);
-        const auto start = Clock::now();
+        const OpStart op_start = opStart();
+        const auto start = op_start.wall;
         hooks_armed = env.allreduce_overlap && !buckets.empty() && &op == &layout.ops.back();
         if (layout.last()) {
           kept.output.backward();
@@ -412,7 +437,7 @@ struct StageRuntime::Impl {
           kept.output.backward(grad);
         }
         hooks_armed = false;
-        emulateSlowdown(start);
+        emulateSlowdown(op_start);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
         event(m, "backward", "", start, end);
@@ -426,14 +451,14 @@ struct StageRuntime::Impl {
     // never leaves this stage a step ahead of its neighbours.
     outbox.flush(env.peer_timeout);
     finishBackupCopy();  // it reads what the update changes
-    const auto update_start = Clock::now();
+    const OpStart update_start = opStart();
     optimizer->step();
     for (auto& p : module->parameters()) {
       if (p.grad().defined()) p.mutable_grad().zero_();
     }
     grads_clean = true;
     emulateSlowdown(update_start);
-    event(-1, "update", "", update_start, Clock::now());
+    event(-1, "update", "", update_start.wall, Clock::now());
     for (const auto& r : outbox.takeRecords()) {
       event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
     }

@@ -25,7 +25,7 @@ class TelemetryHub;
 struct RuntimeEnv {
   std::string worker;                    ///< this worker's name (the sender of its tensors)
   std::string own_host;                  ///< the host Gloo binds to
-  double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their time after them
+  double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their own work after them
   bool allreduce_overlap = true;         ///< a group's buckets go beside the last backward
   LinkPacer* link = nullptr;             ///< paces outgoing peer traffic; null = unpaced
   std::string token;                     ///< the cluster token peers ask for; empty: none
