@@ -133,8 +133,10 @@ void printCalibration(const Calibration& c, std::int64_t step, double predicted_
   const auto [lo, hi] = std::minmax_element(c.factors.begin(), c.factors.end());
   std::string from;
   for (const std::int64_t s : c.steps) from += (from.empty() ? "" : ", ") + std::to_string(s);
-  out << "calibrated at step " << step << " (the median of steps " << from << "): devices compute at "
-      << fixed(*lo, 2) << "-" << fixed(*hi, 2) << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
+  // One factor where they all round alike (a plan of one device: the others take its factor).
+  const std::string range = fixed(*lo, 2) == fixed(*hi, 2) ? fixed(*lo, 2) : fixed(*lo, 2) + "-" + fixed(*hi, 2);
+  out << "calibrated at step " << step << " (the median of steps " << from << "): devices compute at " << range
+      << "x their profiled time; this plan is now predicted " << fixed(c.samples_per_second, 1)
       << " samples/s (was " << fixed(predicted_sps, 1) << ")\n";
   if (!c.suggested) return;
   const Plan& p = *c.suggested;
