@@ -125,9 +125,9 @@ struct StageRuntime::Impl {
   /// work after it, so the op takes about slowdown x its time on an idle machine. On one
   /// thread the op's own work is that thread's CPU time: what the op waited for a CPU while
   /// other processes on this machine ran is added once, as a slower device would wait as
-  /// long, not slowdown times (co-hosted workers' passes took 1.3-2.3x their profile when
-  /// every wait was multiplied). With more threads the work spreads over threads this one
-  /// does not see, and the op's wall-clock time is taken.
+  /// long, not slowdown times (beside a busy loop on its CPU a step at --slowdown 4 took
+  /// 2.1x its time alone when the wait was multiplied, 1.2-1.3x so). With more threads the
+  /// work spreads over threads this one does not see, and the op's wall-clock time is taken.
   void emulateSlowdown(const OpStart& start) {
     if (!(env.slowdown > 1)) return;
     double own_ms = msBetween(start.wall, Clock::now());
