@@ -370,7 +370,7 @@ TEST(RuntimeService, SlowdownStretchesTheOpsOwnWorkNotItsWaitsForTheCpu) {
             << beside / alone << "x)\n";
   // Sharing CPU 0 half and half doubles the ops' own time at most: about (2 + 3) / 4 of the
   // step alone. Multiplying that wait by 4 made it about 2x.
-  EXPECT_LT(beside / alone, 1.6) << "beside a busy loop " << beside << " ms a step, alone " << before << " and "
+  EXPECT_LT(beside / alone, 1.7) << "beside a busy loop " << beside << " ms a step, alone " << before << " and "
                                  << after;
 }
 
