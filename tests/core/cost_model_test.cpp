@@ -416,8 +416,8 @@ TEST(CostModel, AStallInTheLargestProfiledSizeIsCutToo) {
   const ModelSpec model = testing::uniformLinearModel(1, 128);
   const Cluster cluster = testing::makeCluster({10, 10});
   v1::ProfileSet set;
-  // Larger sizes faster than smaller ones: the smaller time is the stall.
-  addSizedDevice(set, "d0", 1, {1, 4, 8}, {2, 9, 7});
+  // A larger size more than 1.5x faster than a smaller one: the smaller time is the stall.
+  addSizedDevice(set, "d0", 1, {1, 4, 8}, {2, 19, 7});
   addSizedDevice(set, "d1", 1, {4, 8}, {10, 100});
   CostModel cost(model, cluster);
   cost.setProfiles(set);
@@ -425,6 +425,22 @@ TEST(CostModel, AStallInTheLargestProfiledSizeIsCutToo) {
   EXPECT_NEAR(cost.forwardMs(0, 0, 1, 8), 7, 1e-9);
   EXPECT_NEAR(cost.forwardMs(1, 0, 1, 8), 22, 1e-9);
   EXPECT_NEAR(cost.forwardMs(1, 0, 1, 6), 16, 1e-9);  // between 10 at 4 and 22 at 8
+}
+
+TEST(CostModel, ASizeSomewhatSlowerThanALargerOneKeepsItsTime) {
+  // OpenBLAS ran a 2048-wide layer's forward of 4 samples faster than of 1 or 2 (a worker's
+  // profile: 2.6 ms against 3.4 and 3.2), and training at 1 sample took what 1 was timed at.
+  const ModelSpec model = testing::uniformLinearModel(1, 128);
+  const Cluster cluster = testing::makeCluster({10});
+  v1::ProfileSet set;
+  addSizedDevice(set, "d0", 1, {1, 2, 4, 8}, {3.4, 3.2, 2.6, 3.3});
+  CostModel cost(model, cluster);
+  cost.setProfiles(set);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 1), 3.4, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 2), 3.2, 1e-9);
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 3), 2.9, 1e-9);  // between 3.2 at 2 and 2.6 at 4
+  EXPECT_NEAR(cost.forwardMs(0, 0, 1, 4), 2.6, 1e-9);
+  EXPECT_NEAR(cost.backwardMs(0, 0, 1, 1), 6.8, 1e-9);
 }
 
 TEST(CostModel, BelowTheSmallestProfiledSizeAMicroBatchIsNoFasterThanItNorCheaperPerSample) {
