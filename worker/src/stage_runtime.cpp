@@ -5,17 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <fstream>
 #include <future>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "backup_store.h"
 #include "control/backup_schedule.h"
 #include "cost/cost_model.h"
+#include "op_stretch.h"
 #include "peer_inbox.h"
 #include "peer_outbox.h"
 #include "stage_group.h"
@@ -38,20 +37,6 @@ double residentMb() {
   statm >> pages >> resident;
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
-
-/// When a compute op began: the clock, and the CPU time of the thread that runs it.
-struct OpStart {
-  Clock::time_point wall;
-  double thread_cpu_ms;
-};
-
-double threadCpuMs() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-OpStart opStart() { return {Clock::now(), threadCpuMs()}; }
 
 /// What a forward keeps for its backward.
 struct Saved {
@@ -121,20 +106,8 @@ struct StageRuntime::Impl {
     e->set_end_ms(msBetween(iteration_start, end));
   }
 
-  /// Stretches a compute op that started at `start`: it sleeps (slowdown - 1) x the op's own
-  /// work after it, so the op takes about slowdown x its time on an idle machine. On one
-  /// thread the op's own work is that thread's CPU time: what the op waited for a CPU while
-  /// other processes on this machine ran is added once, as a slower device would wait as
-  /// long, not slowdown times (beside a busy loop on its CPU a step at --slowdown 4 took
-  /// 2.1x its time alone when the wait was multiplied, 1.2-1.3x so). With more threads the
-  /// work spreads over threads this one does not see, and the op's wall-clock time is taken.
-  void emulateSlowdown(const OpStart& start) {
-    if (!(env.slowdown > 1)) return;
-    double own_ms = msBetween(start.wall, Clock::now());
-    if (at::get_num_threads() == 1) own_ms = std::min(own_ms, threadCpuMs() - start.thread_cpu_ms);
-    const double sleep_ms = std::max(0.0, own_ms) * (env.slowdown - 1);
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(sleep_ms));
-  }
+  /// --slowdown (op_stretch.h): on one thread, by the op's thread CPU time.
+  void emulateSlowdown(const OpStart& start) const { stretchOp(start, env.slowdown, at::get_num_threads() == 1); }
 
   void checkStop() const {
     if (stop) throw WorkerError(ErrorCode::Aborted, "job '" + layout.job + "' was stopped");
