@@ -106,8 +106,13 @@ struct StageRuntime::Impl {
     e->set_end_ms(msBetween(iteration_start, end));
   }
 
-  /// --slowdown (op_stretch.h): on one thread, by the op's thread CPU time.
-  void emulateSlowdown(const OpStart& start) const { stretchOp(start, env.slowdown, at::get_num_threads() == 1); }
+  /// --slowdown (op_stretch.h): on one thread, by the op's thread CPU time, never by more
+  /// than the op's kind costs unhindered.
+  std::optional<OpStretcher> stretcher;
+  void emulateSlowdown(const OpStart& start, StretchedOp kind) {
+    if (!stretcher) stretcher.emplace(env.slowdown);
+    stretcher->stretch(start, kind, at::get_num_threads() == 1);
+  }
 
   void checkStop() const {
     if (stop) throw WorkerError(ErrorCode::Aborted, "job '" + layout.job + "' was stopped");
@@ -391,7 +396,7 @@ struct StageRuntime::Impl {
           loss_sum += sum.item<double>();
           out = sum / static_cast<double>(layout.batch_size);
         }
-        emulateSlowdown(op_start);
+        emulateSlowdown(op_start, StretchedOp::Forward);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
         event(m, "forward", "", start, end);
@@ -409,8 +414,8 @@ struct StageRuntime::Impl {
         } else {
           kept.output.backward(grad);
         }
+        emulateSlowdown(op_start, hooks_armed ? StretchedOp::LastBackward : StretchedOp::Backward);
         hooks_armed = false;
-        emulateSlowdown(op_start);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
         event(m, "backward", "", start, end);
@@ -430,7 +435,7 @@ struct StageRuntime::Impl {
       if (p.grad().defined()) p.mutable_grad().zero_();
     }
     grads_clean = true;
-    emulateSlowdown(update_start);
+    emulateSlowdown(update_start, StretchedOp::Update);
     event(-1, "update", "", update_start.wall, Clock::now());
     for (const auto& r : outbox.takeRecords()) {
       event(r.micro_batch, "send", r.peer, std::max(r.start, iteration_start), r.end);
