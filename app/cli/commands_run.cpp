@@ -429,7 +429,7 @@ int runRun(std::span<const std::string> args) {
         }
       }
     };
-    events.on_iteration = [&](int member, int device, const v1::IterationReport& r) {
+    events.on_iteration = [&](int /*member*/, int device, const v1::IterationReport& r) {
       if (!parsed.has("timeline")) return;
       const int at = cluster.find(run.deployedCluster().device(device).name).value_or(-1);
       auto events_of_step = control::timelineEvents(r, at, cluster);

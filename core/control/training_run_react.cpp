@@ -386,7 +386,7 @@ std::optional<ReplanRequest> TrainingRun::joinCandidate() {
       }
     }
     if (uses_them && next_ms * settings_.replan_gain < now_ms) {
-      request = ReplanRequest{std::move(next), over, RecoveryKind::Joined, key};
+      request = ReplanRequest{std::move(next), over, RecoveryKind::Joined, key, std::nullopt};
     }
   } catch (const Error&) {
     // No plan with them: as if no gain.
@@ -450,7 +450,7 @@ void TrainingRun::watchStragglers(const RunEvents& events) {
   if (notice.applying) {
     std::lock_guard lock(requests_mutex_);
     if (!replan_requested_) {  // a user's request wins
-      replan_requested_ = ReplanRequest{notice.plan, notice.cluster, RecoveryKind::Straggler, notice.device};
+      replan_requested_ = ReplanRequest{notice.plan, notice.cluster, RecoveryKind::Straggler, notice.device, std::nullopt};
     }
   }
 }
