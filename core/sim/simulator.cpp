@@ -7,10 +7,10 @@
 // completions of an instant is what makes "ties by micro-batch" hold for transfers that
 // become ready at the same moment, and keeps the result independent of heap order.
 //
-// Devices whose workers share a machine share its CPUs: while the ops running there ask
-// for more CPUs than it has, each progresses at the machine's CPUs over their demand (a
-// processor shared in proportion), and every start or end of one of them re-times the
-// others' completions.
+// Devices whose workers share a machine share its CPUs: each op running there progresses
+// at the rate sharedCpuStretch gives it beside the others running (their bursts of work
+// meeting on too few CPUs), and every start or end of one of them re-times the others'
+// completions.
 #include "sim/simulator.h"
 
 #include <algorithm>
@@ -234,24 +234,24 @@ class PipelineSimulation {
   }
 
   // Brings the running ops of machine `m` up to `now` and re-times their completions at the
-  // rate its CPUs give their demands from now on.
+  // rates its CPUs give them beside each other from now on.
   void shareCpus(int m, double now) {
     MachineState& machine = machines_[m];
     machine.dirty = false;
-    double demand = 0;
+    std::vector<double> demands;
     for (int idx : machine.devices) {
       DeviceState& d = devices_[idx];
       if (!d.busy) continue;
       d.remaining_ms = std::max(0.0, d.remaining_ms - (now - d.since_ms) * d.rate);
       d.since_ms = now;
-      demand += d.demand;
+      demands.push_back(d.demand);
     }
-    const double rate = demand > machine.cpus ? machine.cpus / demand : 1.0;
+    size_t k = 0;
     for (int idx : machine.devices) {
       DeviceState& d = devices_[idx];
       if (!d.busy) continue;
-      d.rate = rate;
-      schedule(now + d.remaining_ms / rate, Completion::Compute, idx, -1, ++d.version);
+      d.rate = 1.0 / sharedCpuStretch(demands, k++, machine.cpus);
+      schedule(now + d.remaining_ms / d.rate, Completion::Compute, idx, -1, ++d.version);
     }
   }
 
@@ -444,6 +444,42 @@ std::string_view eventKindName(EventKind kind) {
     case EventKind::Invalid: break;
   }
   return "invalid";
+}
+
+double sharedCpuStretch(std::span<const double> demands, size_t self, double cpus) {
+  // Beyond this many part-time threads beside it, the CPUs are shared in proportion to the
+  // mean demands (the exact sum below costs the square of their number per pass).
+  constexpr size_t kMostBursting = 24;
+  if (self >= demands.size() || !(cpus > 0)) return 1;
+  double always = 0;  // CPUs kept busy throughout by the others
+  double total = 0;
+  std::vector<double> bursting;  // the others' shares of the time computing, on one CPU each
+  for (size_t j = 0; j < demands.size(); ++j) {
+    const double d = std::max(0.0, demands[j]);
+    total += d;
+    if (j == self) continue;
+    if (d >= 1) {
+      always += d;
+    } else if (d > 0) {
+      bursting.push_back(d);
+    }
+  }
+  if (bursting.size() > kMostBursting) return std::max(1.0, total / cpus);
+  // chance[k]: the chance that k of the part-time others compute at a given moment.
+  std::vector<double> chance{1.0};
+  for (double p : bursting) {
+    chance.push_back(0);
+    for (size_t k = chance.size() - 1; k > 0; --k) chance[k] = chance[k] * (1 - p) + chance[k - 1] * p;
+    chance[0] *= 1 - p;
+  }
+  const double own = std::max(0.0, demands[self]);
+  const double own_cpus = std::max(1.0, own);
+  const double own_share = std::min(1.0, own);  // of its pass's time spent computing
+  double burst_stretch = 0;
+  for (size_t k = 0; k < chance.size(); ++k) {
+    burst_stretch += chance[k] * std::max(1.0, (own_cpus + always + static_cast<double>(k)) / cpus);
+  }
+  return 1 - own_share + own_share * burst_stretch;
 }
 
 SimulationResult simulate(const Plan& plan, const CostModel& cost) {

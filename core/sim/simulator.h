@@ -1,5 +1,6 @@
 #pragma once
 
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -55,10 +56,21 @@ std::vector<ScheduledOp> scheduleOps(Schedule schedule, int stage, int stages, i
 /// and counts as a used device (busy 0) in bubble_fraction. The all-reduce is priced by
 /// the cost model alone: it does not queue behind pipeline transfers on links.
 /// Devices whose workers run on one machine (machineOf) share its CPUs when their profiles
-/// measured both (CostModel::cpuDemand, machineCpus): while the forward and backward passes
-/// running there ask for more CPUs than it has, each progresses at the machine's CPUs over
-/// the sum of their demands. The all-reduce and the optimizer steps are not slowed so.
+/// measured both (CostModel::cpuDemand, machineCpus): each forward and backward pass running
+/// there progresses at 1 / sharedCpuStretch of its speed alone, given the demands of the
+/// passes running beside it. The all-reduce and the optimizer steps are not slowed so.
 /// Deterministic: equal inputs give identical timelines.
 SimulationResult simulate(const Plan& plan, const CostModel& cost);
+
+/// How many times longer a pass of the device demanding `demands[self]` CPUs takes while
+/// passes demanding the others run beside it on `cpus` CPUs. A demand of 1 or more keeps
+/// that many CPUs busy throughout; a demand d below 1 is one thread computing a share d of
+/// the time (a device emulated 1/d times slower: bursts of work, then sleeps), each
+/// independently of the others. While the threads computing at once ask for more than
+/// `cpus`, each computes at cpus over what they ask, and only the bursts are slowed. So
+/// three threads of demands 1, 0.45 and 0.45 on two CPUs stretch the first by 1.10 (the
+/// other two both compute a fifth of the time), where the mean demand, 1.9 CPUs, fits.
+/// With every demand 1 or more: the CPUs shared in proportion, max(1, sum / cpus).
+double sharedCpuStretch(std::span<const double> demands, size_t self, double cpus);
 
 }  // namespace stagecraft

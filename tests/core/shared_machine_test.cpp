@@ -1,6 +1,6 @@
 // Devices whose workers share a machine share its CPUs: the simulator slows the passes that
-// run there at once when their demands add up to more CPUs than the machine has, and the
-// calibration from telemetry does not count that slowing twice.
+// run there at once when the threads computing at once ask for more CPUs than the machine
+// has, and the calibration from telemetry does not count that slowing twice.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -117,14 +117,51 @@ TEST(SharedMachine, NothingIsSlowedWhenTheCpusSufficeOrTheMachinesDifferOrNothin
   const Cluster one_machine = twoDevices("localhost:5001", "127.0.0.1:5002");  // both loopback
   EXPECT_NEAR(d1_backward_end(one_machine, 1.0, 1), 8, kTolMs);
   EXPECT_NEAR(d1_backward_end(one_machine, 1.0, 2), 6, kTolMs);   // a CPU each
-  EXPECT_NEAR(d1_backward_end(one_machine, 0.5, 1), 6, kTolMs);   // e.g. two devices emulated 2x slower
+  EXPECT_NEAR(d1_backward_end(one_machine, 0.5, 2), 6, kTolMs);   // two devices emulated 2x slower
   EXPECT_NEAR(d1_backward_end(one_machine, 0.0, 0), 6, kTolMs);   // profiles that did not measure it
   EXPECT_NEAR(d1_backward_end(twoDevices("10.0.0.1:5001", "10.0.0.2:5001"), 1.0, 1), 6, kTolMs);
   EXPECT_NEAR(d1_backward_end(twoDevices("", ""), 1.0, 1), 6, kTolMs);  // no address: a machine each
-  // 1.5 CPUs asked of one: each at two thirds of its speed while both run.
+  // 3 CPUs asked of 2: each at two thirds of its speed while both run.
   CostModel cost(model, one_machine);
-  cost.setProfiles(profiles(2, 2, 0.75, 1));
+  cost.setProfiles(profiles(2, 2, 1.5, 2));
   EXPECT_NEAR(pass(simulate(sideBySide(), cost), 0, EventKind::Forward).end_ms, 3, kTolMs);
+}
+
+TEST(SharedMachine, BurstsOfDevicesThatComputePartOfTheTimeMeetOnTooFewCpus) {
+  const std::vector<double> demo = {1.0, 0.45, 0.45};  // agx-xavier beside two boards at 1/2.2
+  // agx-xavier's pass is slowed while both boards compute (0.45 x 0.45 of the time), to 2/3.
+  EXPECT_NEAR(sharedCpuStretch(demo, 0, 2), 1 + 0.45 * 0.45 * 0.5, 1e-12);
+  // A board's bursts are slowed while the other board's meet them; its sleeps are not.
+  EXPECT_NEAR(sharedCpuStretch(demo, 1, 2), 0.55 + 0.45 * (0.55 + 0.45 * 1.5), 1e-12);
+  EXPECT_NEAR(sharedCpuStretch(std::vector{1.0, 0.45}, 0, 2), 1, 1e-12);  // however they meet, they fit
+  // Two devices emulated 2x slower on one CPU: half of each one's bursts meet the other's.
+  EXPECT_NEAR(sharedCpuStretch(std::vector{0.5, 0.5}, 0, 1), 1.25, 1e-12);
+  // Demands of a CPU or more compute throughout: the CPUs shared in proportion.
+  EXPECT_NEAR(sharedCpuStretch(std::vector{1.5, 1.5}, 0, 2), 1.5, 1e-12);
+  EXPECT_NEAR(sharedCpuStretch(std::vector{2.0, 0.5}, 1, 2), 0.5 + 0.5 * 1.5, 1e-12);
+  // More devices beside it never make a pass faster.
+  std::vector<double> demands = {0.3};
+  double last = sharedCpuStretch(demands, 0, 2);
+  for (int i = 0; i < 30; ++i) {
+    demands.push_back(0.1 + 0.03 * i);
+    const double now = sharedCpuStretch(demands, 0, 2);
+    EXPECT_GE(now, last - 1e-12) << demands.size() << " devices";
+    last = now;
+  }
+}
+
+TEST(SharedMachine, TwoDevicesEmulatedTwiceSlowerOnOneCpuMeetHalfTheirBursts) {
+  const ModelSpec model = oneLayer();
+  const Cluster cluster = twoDevices("localhost:5001", "127.0.0.1:5002");
+  CostModel cost(model, cluster);
+  cost.setProfiles(profiles(1, 3, 0.5, 1));
+  const SimulationResult r = simulate(sideBySide(), cost);
+  // Each at 1 / 1.25 of its speed while both run: d0's forward and backward end at 1.25 and
+  // 2.5, when d1 has 1 ms of its forward left; alone, it ends at 3.5, its backward at 6.5.
+  EXPECT_NEAR(pass(r, 0, EventKind::Forward).end_ms, 1.25, kTolMs);
+  EXPECT_NEAR(pass(r, 0, EventKind::Backward).end_ms, 2.5, kTolMs);
+  EXPECT_NEAR(pass(r, 1, EventKind::Forward).end_ms, 3.5, kTolMs);
+  EXPECT_NEAR(pass(r, 1, EventKind::Backward).end_ms, 6.5, kTolMs);
 }
 
 TEST(SharedMachine, APipelineWhoseStagesTakeTurnsIsNotSlowed) {
