@@ -33,7 +33,7 @@ void OpStretcher::stretch(const OpStart& start, StretchedOp kind, bool one_threa
   if (!(slowdown_ > 1)) return;
   double own_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start.wall).count();
   if (one_thread) own_ms = std::min(own_ms, threadCpuMs() - start.thread_cpu_ms);
-  const double sleep_ms = std::max(0.0, reference(kind, std::max(0.0, own_ms))) * (slowdown_ - 1);
+  const double sleep_ms = reference(kind, std::max(0.0, own_ms)) * (slowdown_ - 1);
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(sleep_ms));
 }
 

@@ -414,8 +414,9 @@ struct StageRuntime::Impl {
         } else {
           kept.output.backward(grad);
         }
-        emulateSlowdown(op_start, hooks_armed ? StretchedOp::LastBackward : StretchedOp::Backward);
+        const StretchedOp kind = hooks_armed ? StretchedOp::LastBackward : StretchedOp::Backward;
         hooks_armed = false;
+        emulateSlowdown(op_start, kind);
         const auto end = Clock::now();
         compute_ms += msBetween(start, end);
         event(m, "backward", "", start, end);
