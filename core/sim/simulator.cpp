@@ -14,6 +14,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <queue>
@@ -446,17 +447,46 @@ std::string_view eventKindName(EventKind kind) {
   return "invalid";
 }
 
+namespace {
+
+/// chance[k]: the chance that k of the threads computing the given shares of the time
+/// compute at a given moment, each independently of the others. Exact up to kMostExact
+/// threads (its cost grows with their number squared), a normal curve over 0..n beyond.
+std::vector<double> computingAtOnce(const std::vector<double>& shares) {
+  constexpr size_t kMostExact = 24;
+  std::vector<double> chance{1.0};
+  if (shares.size() <= kMostExact) {
+    for (double p : shares) {
+      chance.push_back(0);
+      for (size_t k = chance.size() - 1; k > 0; --k) chance[k] = chance[k] * (1 - p) + chance[k - 1] * p;
+      chance[0] *= 1 - p;
+    }
+    return chance;
+  }
+  double mean = 0, variance = 0;
+  for (double p : shares) {
+    mean += p;
+    variance += p * (1 - p);
+  }
+  chance.assign(shares.size() + 1, 0.0);
+  double sum = 0;
+  for (size_t k = 0; k < chance.size(); ++k) {
+    const double z = static_cast<double>(k) - mean;
+    chance[k] = std::exp(-z * z / (2 * std::max(variance, 1e-3)));
+    sum += chance[k];
+  }
+  for (double& c : chance) c /= sum;
+  return chance;
+}
+
+}  // namespace
+
 double sharedCpuStretch(std::span<const double> demands, size_t self, double cpus) {
-  // Beyond this many part-time threads beside it, the CPUs are shared in proportion to the
-  // mean demands (the exact sum below costs the square of their number per pass).
-  constexpr size_t kMostBursting = 24;
   if (self >= demands.size() || !(cpus > 0)) return 1;
   double always = 0;  // CPUs kept busy throughout by the others
-  double total = 0;
   std::vector<double> bursting;  // the others' shares of the time computing, on one CPU each
   for (size_t j = 0; j < demands.size(); ++j) {
     const double d = std::max(0.0, demands[j]);
-    total += d;
     if (j == self) continue;
     if (d >= 1) {
       always += d;
@@ -464,14 +494,7 @@ double sharedCpuStretch(std::span<const double> demands, size_t self, double cpu
       bursting.push_back(d);
     }
   }
-  if (bursting.size() > kMostBursting) return std::max(1.0, total / cpus);
-  // chance[k]: the chance that k of the part-time others compute at a given moment.
-  std::vector<double> chance{1.0};
-  for (double p : bursting) {
-    chance.push_back(0);
-    for (size_t k = chance.size() - 1; k > 0; --k) chance[k] = chance[k] * (1 - p) + chance[k - 1] * p;
-    chance[0] *= 1 - p;
-  }
+  const std::vector<double> chance = computingAtOnce(bursting);
   const double own = std::max(0.0, demands[self]);
   const double own_cpus = std::max(1.0, own);
   const double own_share = std::min(1.0, own);  // of its pass's time spent computing

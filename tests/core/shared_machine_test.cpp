@@ -139,14 +139,19 @@ TEST(SharedMachine, BurstsOfDevicesThatComputePartOfTheTimeMeetOnTooFewCpus) {
   // Demands of a CPU or more compute throughout: the CPUs shared in proportion.
   EXPECT_NEAR(sharedCpuStretch(std::vector{1.5, 1.5}, 0, 2), 1.5, 1e-12);
   EXPECT_NEAR(sharedCpuStretch(std::vector{2.0, 0.5}, 1, 2), 0.5 + 0.5 * 1.5, 1e-12);
-  // More devices beside it never make a pass faster.
-  std::vector<double> demands = {0.3};
-  double last = sharedCpuStretch(demands, 0, 2);
-  for (int i = 0; i < 30; ++i) {
-    demands.push_back(0.1 + 0.03 * i);
-    const double now = sharedCpuStretch(demands, 0, 2);
-    EXPECT_GE(now, last - 1e-12) << demands.size() << " devices";
-    last = now;
+  // More devices beside it never make a pass faster, also past the number summed exactly
+  // (24 beside it, a normal curve beyond).
+  for (const double own : {0.3, 1.0}) {
+    for (const double step : {0.0, 0.03}) {
+      std::vector<double> demands = {own};
+      double last = sharedCpuStretch(demands, 0, 2);
+      for (int i = 0; i < 40; ++i) {
+        demands.push_back(0.05 + step * i);
+        const double now = sharedCpuStretch(demands, 0, 2);
+        EXPECT_GE(now, last - 1e-3) << demands.size() << " devices, own demand " << own;
+        last = now;
+      }
+    }
   }
 }
 
