@@ -90,12 +90,18 @@ Pass pass(const SimulationResult& r, int device, EventKind kind) {
   return {};
 }
 
-TEST(SharedMachine, PassesThatRunAtOnceShareTheCpuAndEachRunsAloneAtFullSpeed) {
+/// sideBySide() on two devices of one machine with `cpus` CPUs, d0's passes 1 ms of work,
+/// d1's 3 ms, each device demanding `demand` CPUs.
+SimulationResult sideBySideOnOneMachine(double demand, int cpus) {
   const ModelSpec model = oneLayer();
   const Cluster cluster = twoDevices("127.0.0.1:5001", "127.0.0.1:5002");
   CostModel cost(model, cluster);
-  cost.setProfiles(profiles(1, 3, 1.0, 1));
-  const SimulationResult r = simulate(sideBySide(), cost);
+  cost.setProfiles(profiles(1, 3, demand, cpus));
+  return simulate(sideBySide(), cost);
+}
+
+TEST(SharedMachine, PassesThatRunAtOnceShareTheCpuAndEachRunsAloneAtFullSpeed) {
+  const SimulationResult r = sideBySideOnOneMachine(1.0, 1);
   // Both at half speed until d0's forward (1 ms of work) ends at 2; d0's backward runs
   // beside d1's forward at half speed too, to 4, when d1 has 1 ms of its 3 left: alone,
   // it ends at 5, and its backward takes its own 3 ms.
@@ -156,11 +162,7 @@ TEST(SharedMachine, BurstsOfDevicesThatComputePartOfTheTimeMeetOnTooFewCpus) {
 }
 
 TEST(SharedMachine, TwoDevicesEmulatedTwiceSlowerOnOneCpuMeetHalfTheirBursts) {
-  const ModelSpec model = oneLayer();
-  const Cluster cluster = twoDevices("localhost:5001", "127.0.0.1:5002");
-  CostModel cost(model, cluster);
-  cost.setProfiles(profiles(1, 3, 0.5, 1));
-  const SimulationResult r = simulate(sideBySide(), cost);
+  const SimulationResult r = sideBySideOnOneMachine(0.5, 1);
   // Each at 1 / 1.25 of its speed while both run: d0's forward and backward end at 1.25 and
   // 2.5, when d1 has 1 ms of its forward left; alone, it ends at 3.5, its backward at 6.5.
   EXPECT_NEAR(pass(r, 0, EventKind::Forward).end_ms, 1.25, kTolMs);

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <deque>
 
 namespace stagecraft::worker {
@@ -16,6 +17,7 @@ OpStart opStart();
 
 /// The compute ops of a stage's step that `--slowdown` stretches, each with its own history.
 enum class StretchedOp { Forward, Backward, LastBackward, Update };
+inline constexpr size_t kStretchedOpKinds = static_cast<size_t>(StretchedOp::Update) + 1;
 
 /// `--slowdown F`: stretches each compute op by sleeping (F - 1) x the op's own work after
 /// it, so the op takes about F x its time on an idle machine, as a device F times slower
@@ -48,7 +50,7 @@ class OpStretcher {
 
  private:
   double slowdown_;
-  std::array<std::deque<double>, 4> recent_;
+  std::array<std::deque<double>, kStretchedOpKinds> recent_;
 };
 
 }  // namespace stagecraft::worker

@@ -107,11 +107,10 @@ struct StageRuntime::Impl {
   }
 
   /// --slowdown (op_stretch.h): on one thread, by the op's thread CPU time, never by more
-  /// than the op's kind costs unhindered.
-  std::optional<OpStretcher> stretcher;
+  /// than the op's kind costs unhindered. Made with env.
+  OpStretcher stretcher{1};
   void emulateSlowdown(const OpStart& start, StretchedOp kind) {
-    if (!stretcher) stretcher.emplace(env.slowdown);
-    stretcher->stretch(start, kind, at::get_num_threads() == 1);
+    stretcher.stretch(start, kind, at::get_num_threads() == 1);
   }
 
   void checkStop() const {
@@ -471,6 +470,7 @@ StageRuntime::StageRuntime(const v1::StageAssignment& assignment, StageLayout la
   if (d.optimizer_config.kind().empty()) d.optimizer_config.set_kind("sgd");
   d.layout = std::move(layout);
   d.env = std::move(env);
+  d.stretcher = OpStretcher(d.env.slowdown);
   d.step = assignment.start_step();
   d.backup = {assignment.backup_every(), assignment.start_step()};
   d.backup_to = assignment.backup_to();
