@@ -290,6 +290,18 @@ double meanMs(const v1::IterationReport& r, const std::string& kind) {
   return n > 0 ? total / n : 0;
 }
 
+/// The shortest pass of a kind in the steps after the first.
+double shortestMs(const std::vector<v1::IterationReport>& steps, const std::string& kind) {
+  double shortest = 0;
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    for (const auto& e : steps[i].timeline()) {
+      const double ms = e.end_ms() - e.start_ms();
+      if (e.kind() == kind && (shortest == 0 || ms < shortest)) shortest = ms;
+    }
+  }
+  return shortest;
+}
+
 TEST(RuntimeService, BandwidthPacesSendsAndSlowdownStretchesCompute) {
   WorkerProcess slow("slow", {"--bandwidth-mbps", "20", "--slowdown", "5"});
   WorkerProcess fast("fast");
@@ -309,19 +321,29 @@ TEST(RuntimeService, BandwidthPacesSendsAndSlowdownStretchesCompute) {
   ASSERT_TRUE(fast.call(&v1::Worker::Stub::Deploy, second, &deployed).ok());
   v1::StartRequest start;
   start.set_job("emulated");
-  start.set_iterations(2);
+  start.set_iterations(4);
   v1::StartReply started;
   ASSERT_TRUE(slow.call(&v1::Worker::Stub::Start, start, &started).ok());
   ASSERT_TRUE(fast.call(&v1::Worker::Stub::Start, start, &started).ok());
   ASSERT_EQ(slow_log.waitFinished(60s), "");
   ASSERT_EQ(fast_log.waitFinished(60s), "");
-  const auto slow_report = slow_log.iterations().back();
-  const auto fast_report = fast_log.iterations().back();
+  const auto slow_steps = slow_log.iterations();
+  const auto fast_steps = fast_log.iterations();
+  ASSERT_EQ(slow_steps.size(), 4u);
+  ASSERT_EQ(fast_steps.size(), 4u);
+  const auto& slow_report = slow_steps.back();
+  const auto& fast_report = fast_steps.back();
   // 4 samples x 2048 floats = 32 KiB per activation: >= 13 ms on a 20 Mbit/s link.
   EXPECT_GE(meanMs(slow_report, "send"), 13.0);
-  // Slowed 5x on slightly more work than the last stage's: well over twice as long.
-  EXPECT_GT(meanMs(slow_report, "forward"), 2 * meanMs(fast_report, "forward"));
-  EXPECT_GT(meanMs(slow_report, "backward"), 2 * meanMs(fast_report, "backward"));
+  // Slowed 5x on about the last stage's work: well over twice as long. The shortest pass
+  // after the first step is compared: the other tests that CI runs beside this one take the
+  // CPUs now and then, and a pass that waited for one says nothing about the slowdown.
+  for (const char* kind : {"forward", "backward"}) {
+    const double slowest = shortestMs(slow_steps, kind);
+    const double fastest = shortestMs(fast_steps, kind);
+    std::cout << "[shortest " << kind << "] slowed 5x " << slowest << " ms, not slowed " << fastest << " ms\n";
+    EXPECT_GT(slowest, 2 * fastest) << kind;
+  }
   EXPECT_GT(slow_report.busy_fraction(), fast_report.busy_fraction());
 }
 
