@@ -107,7 +107,7 @@ struct StageRuntime::Impl {
   }
 
   /// --slowdown (op_stretch.h): on one thread, by the op's thread CPU time, never by more
-  /// than the op's kind costs unhindered. Made with env.
+  /// than the op's kind costs unhindered. Set from env.slowdown in the constructor.
   OpStretcher stretcher{1};
   void emulateSlowdown(const OpStart& start, StretchedOp kind) {
     stretcher.stretch(start, kind, at::get_num_threads() == 1);
