@@ -357,12 +357,22 @@ double CostModel::activationBytes(int begin, int end, int samples, int in_flight
 
 double CostModel::memoryLimitBytes(int d) const { return cluster_->device(d).memory_mb * kBytesPerMb; }
 
-int CostModel::maxSamples(int d, int begin, int end, int in_flight) const {
-  const double room = memoryLimitBytes(d) - stateBytes(begin, end);
+namespace {
+
+/// CostModel::maxSamples of a device with `limit` bytes, given the stage's state bytes and
+/// its saved bytes per sample of all micro-batches in flight.
+int samplesWithin(double limit, double state, double per_sample) {
+  const double room = limit - state;
   if (room < 0) return 0;
-  const double per_sample = model_->savedBytes(begin, end) * std::max(1, in_flight);
   if (per_sample <= 0) return INT_MAX / 2;
   return static_cast<int>(std::min<double>(INT_MAX / 2, std::floor(room / per_sample)));
+}
+
+}  // namespace
+
+int CostModel::maxSamples(int d, int begin, int end, int in_flight) const {
+  return samplesWithin(memoryLimitBytes(d), stateBytes(begin, end),
+                       model_->savedBytes(begin, end) * std::max(1, in_flight));
 }
 
 std::optional<std::vector<int>> CostModel::splitMicroBatch(std::span<const int> group, int begin,
@@ -371,8 +381,11 @@ std::optional<std::vector<int>> CostModel::splitMicroBatch(std::span<const int> 
   const size_t g = group.size();
   std::vector<int> caps(g);
   long long room = 0;
+  // maxSamples of each member, with what they share computed once.
+  const double state = stateBytes(begin, end);
+  const double per_sample = model_->savedBytes(begin, end) * std::max(1, in_flight);
   for (size_t i = 0; i < g; ++i) {
-    caps[i] = std::min(micro_batch, maxSamples(group[i], begin, end, in_flight));
+    caps[i] = std::min(micro_batch, samplesWithin(memoryLimitBytes(group[i]), state, per_sample));
     room += caps[i];
   }
   if (g == 0 || room < micro_batch) return std::nullopt;
@@ -383,11 +396,14 @@ std::optional<std::vector<int>> CostModel::splitMicroBatch(std::span<const int> 
   // slowest member's time for any increasing time function (and equals the
   // speed-proportional split, rounded well, when time is linear in samples).
   using Entry = std::pair<double, size_t>;  // finish time with one more sample, member
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
-  std::vector<int> shares(g, 0);
+  std::vector<Entry> first;
+  first.reserve(g);
   for (size_t i = 0; i < g; ++i) {
-    if (caps[i] > 0) next.push({finish(i, 1), i});
+    if (caps[i] > 0) first.push_back({finish(i, 1), i});
   }
+  // Built in one go (the pairs order totally, so the pops do not depend on how).
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next(std::greater<>{}, std::move(first));
+  std::vector<int> shares(g, 0);
   for (int s = 0; s < micro_batch; ++s) {
     const auto [t, i] = next.top();
     next.pop();

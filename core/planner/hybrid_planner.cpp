@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <limits>
 #include <numeric>
@@ -76,12 +77,21 @@ class StageDp {
     // table_[v][k][i][j]: layers from cut i on, devices from ordering position j on, in
     // k stages, best under objective v (0: estimated iteration time, 1: period first).
     for (auto& t : table_) t.assign(max_stages + 1, std::vector<DpValue>(static_cast<size_t>(n_ + 1) * (D_ + 1)));
+    // A cell (k, i, j) reads only cells of later cuts (i2 > i), so every stage count of a
+    // cell is filled in turn: the stage times of its first stage, which every count asks
+    // for again, are then split once (splits_).
+    splits_.assign(static_cast<size_t>(max_group_) * (n_ + 1), {});
+    for (int i = n_ - 1; i >= 0; --i) {
+      for (int j = D_ - 1; j >= 0; --j) {
+        ++cell_;
+        i_ = i;
+        for (int k = 1; k <= max_stages; ++k) {
+          fill(k, i, j, skeleton_.schedule == Schedule::GPipe ? M_ : std::min(k, M_));
+        }
+      }
+    }
     std::vector<PlanDraft> drafts;
     for (int k = 1; k <= max_stages; ++k) {
-      const int in_flight = skeleton_.schedule == Schedule::GPipe ? M_ : std::min(k, M_);
-      for (int i = n_ - 1; i >= 0; --i) {
-        for (int j = D_ - 1; j >= 0; --j) fill(k, i, j, in_flight);
-      }
       for (int v = 0; v < kObjectives; ++v) {
         if (auto d = extract(v, k)) drafts.push_back(std::move(*d));
       }
@@ -175,9 +185,10 @@ class StageDp {
     }
   }
 
-  /// Forward and backward ms of one micro-batch of layers [b, e) on group [j, j2), or
-  /// false when the group cannot hold it.
-  bool stageTimes(int j, int j2, int b, int e, int in_flight, double& fwd, double& bwd) {
+  /// Forward and backward ms of one micro-batch of layers [b, e) = [cuts_[i], cuts_[i2]) on
+  /// group [j, j2), or false when the group cannot hold it. (i, j) is the cell being filled.
+  bool stageTimes(int j, int j2, int i2, int in_flight, double& fwd, double& bwd) {
+    const int b = cuts_[i_], e = cuts_[i2];
     Group& g = group(j, j2);
     const ModelSpec& model = cost_.model();
     const double state = cost_.stateBytes(b, e);
@@ -195,7 +206,32 @@ class StageDp {
       bwd = model.backwardFlops(b, e) * g.bwd_per_flop;
       return true;
     }
-    // Memory binds (or times are measured, not linear): take the exact capped split.
+    // Memory binds (or times are measured, not linear): take the exact capped split. The
+    // split with one micro-batch in flight has the loosest caps; while it gives no member
+    // more than its cap at `in_flight`, the split there is the same one (the members that
+    // reach a cap were never given another sample), so it is computed once per cell.
+    Split& split = splits_[static_cast<size_t>(j2 - j - 1) * (n_ + 1) + i2];
+    if (split.cell != cell_) {
+      split = Split{};
+      split.cell = cell_;
+      if (const auto loosest = cost_.splitMicroBatch(g.devices, b, e, micro_, 1)) {
+        split.feasible = true;
+        split.fits_up_to = std::numeric_limits<int>::max();
+        for (size_t k = 0; k < g.devices.size(); ++k) {
+          const int samples = (*loosest)[k];
+          split.fwd = std::max(split.fwd, cost_.forwardMs(g.devices[k], b, e, samples));
+          split.bwd = std::max(split.bwd, cost_.backwardMs(g.devices[k], b, e, samples));
+          if (samples > 0) split.fits_up_to = std::min(split.fits_up_to, inFlightHolding(g.devices[k], b, e, samples));
+        }
+      }
+    }
+    // Caps only fall as more micro-batches are in flight: no room at one, none at any.
+    if (!split.feasible) return false;
+    if (in_flight <= split.fits_up_to) {
+      fwd = split.fwd;
+      bwd = split.bwd;
+      return true;
+    }
     const auto shares = cost_.splitMicroBatch(g.devices, b, e, micro_, in_flight);
     if (!shares) return false;
     fwd = bwd = 0;
@@ -204,6 +240,20 @@ class StageDp {
       bwd = std::max(bwd, cost_.backwardMs(g.devices[k], b, e, (*shares)[k]));
     }
     return true;
+  }
+
+  /// The most micro-batches in flight with which device `d` still holds `samples` of each
+  /// for layers [b, e) (CostModel::maxSamples, which falls as they grow); at least 1 for
+  /// samples that fit one in flight.
+  int inFlightHolding(int d, int b, int e, int samples) const {
+    const double per_sample = cost_.model().savedBytes(b, e);
+    const double room = cost_.memoryLimitBytes(d) - cost_.stateBytes(b, e);
+    if (per_sample <= 0 || samples <= 0) return std::numeric_limits<int>::max();
+    // The closed form, then corrected against maxSamples itself, whose rounding decides.
+    long long f = static_cast<long long>(std::clamp(std::floor(room / (per_sample * samples)), 1.0, 1e9));
+    while (f > 1 && cost_.maxSamples(d, b, e, static_cast<int>(f)) < samples) --f;
+    while (f < 1e9 && cost_.maxSamples(d, b, e, static_cast<int>(f + 1)) >= samples) ++f;
+    return static_cast<int>(f);
   }
 
   double score(int objective, const DpValue& v) const {
@@ -232,7 +282,7 @@ class StageDp {
       for (int i2 = first_i2; i2 <= last_i2; ++i2) {
         const int e = cuts_[i2];
         double fwd, bwd;
-        if (!stageTimes(j, j2, b, e, in_flight, fwd, bwd)) break;
+        if (!stageTimes(j, j2, i2, in_flight, fwd, bwd)) break;
         if ((fwd + bwd) * M_ >= best_score[0] && fwd + bwd >= best_score[1]) break;
         const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
         const double wire = k > 1 ? g.send_per_byte * boundary : 0;
@@ -291,6 +341,16 @@ class StageDp {
   int max_group_;
   bool profiled_ = false;
   std::vector<Group> groups_;
+  /// The first stage's split for the cell (i, j) being filled, per group end j2 and cut i2.
+  struct Split {
+    std::int64_t cell = -1;
+    bool feasible = false;  // the group holds the micro-batch with one in flight
+    double fwd = 0, bwd = 0;
+    int fits_up_to = 0;  // the most micro-batches in flight that split holds
+  };
+  std::vector<Split> splits_;
+  std::int64_t cell_ = 0;
+  int i_ = 0;  // the cut of the cell being filled
   std::vector<std::vector<DpValue>> table_[kObjectives];
 };
 
@@ -393,11 +453,12 @@ class HybridPlanner final : public Planner {
     for (size_t c = 0; c < candidates.size() && finalists.size() < kFinalists; ++c) add(candidates[c].draft);
     // The estimate can rank near-equal plans the wrong way round and hide a better
     // neighbour: the simulator judges the finalists (the refined ones first), and the best
-    // of them climb once more on it, within a quarter of the DP's wall time (at least
+    // of them climb once more on it, within half the DP's wall time (at least
     // kMinSimulatedBudgetMs, at most kSimulatedBudgetMs: large clusters' simulations are
     // slow; the first few finalists are judged whatever it costs). It was a twentieth of a
-    // DP that ran on one thread without pruning; a faster DP must not climb less.
-    const double budget_ms = std::clamp(dp_ms / 4, kMinSimulatedBudgetMs, kSimulatedBudgetMs);
+    // DP that ran on one thread without pruning, then a quarter of one that split every
+    // profiled stage once per stage count; a faster DP must not climb less.
+    const double budget_ms = std::clamp(dp_ms / 2, kMinSimulatedBudgetMs, kSimulatedBudgetMs);
     const auto started = std::chrono::steady_clock::now();
     const auto spent_ms = [&] {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -5,6 +5,7 @@
 // raw output only, so every standard library gives the same instances.
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct Instance {
   Optimizer optimizer = Optimizer::Sgd;
   PlanRequest request;
   bool memory_tight = false;  ///< some device cannot hold the whole model at its micro-batch
+  std::optional<v1::ProfileSet> profiles;  ///< measured-like times; none: FLOPs / GFLOP/s
 };
 
 // mt19937's raw output is the same everywhere; the standard distributions are not, so the
