@@ -137,50 +137,37 @@ int main(int argc, char** argv) {
     request.batch_size = 256;
     request.microbatches = 16;
     PlanOutcome hybrid;
-    for (const char* name : {"hybrid", "pipedream", "dp-weighted"}) {
+    // Plans `repeat` times, prints the row with the median time; for hybrid, the goal too.
+    const auto measure = [&](const char* name, const CostModel& on, const char* label, const char* devices) {
       std::vector<double> times;
       PlanOutcome out;
       for (int r = 0; r < repeat; ++r) {
-        out = makePlan(*makePlanner(name), cost, request);
+        out = makePlan(*makePlanner(name), on, request);
         times.push_back(out.plan_ms / 1000);
       }
-      if (std::string(name) == "hybrid") hybrid = out;
       std::sort(times.begin(), times.end());
       const double median = times[times.size() / 2];
-      std::printf("| %d x %d | %s | %.3f | %s | %.3f |\n", c.devices, c.layers, name, median,
+      std::printf("| %d x %d | %s | %.3f | %s | %.3f |\n", c.devices, c.layers, label, median,
                   out.feasible ? std::to_string(out.estimate.samples_per_second).c_str() : "infeasible",
                   out.simulated_ms);
       if (std::string(name) == "hybrid") {
         char text[160];
         const bool met = median < c.goal_s;
-        std::snprintf(text, sizeof text, "%s hybrid plans %d devices x %d layers in %.3f s (goal < %.0f s)",
-                      met ? "GOAL met:   " : "GOAL MISSED:", c.devices, c.layers, median, c.goal_s);
+        std::snprintf(text, sizeof text, "%s hybrid plans %d %s x %d layers in %.3f s (goal < %.0f s)",
+                      met ? "GOAL met:   " : "GOAL MISSED:", c.devices, devices, c.layers, median, c.goal_s);
         goals.push_back(text);
         all_met = all_met && met;
       }
+      return out;
+    };
+    for (const char* name : {"hybrid", "pipedream", "dp-weighted"}) {
+      const PlanOutcome out = measure(name, cost, name, "devices");
+      if (std::string(name) == "hybrid") hybrid = out;
     }
-    {
-      // The same cluster as `stagecraft-cli run` plans it: every device profiled.
-      CostModel profiled(model, cluster);
-      profiled.setProfiles(syntheticProfiles(model, cluster));
-      std::vector<double> times;
-      PlanOutcome out;
-      for (int r = 0; r < repeat; ++r) {
-        out = makePlan(*makePlanner("hybrid"), profiled, request);
-        times.push_back(out.plan_ms / 1000);
-      }
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
-      std::printf("| %d x %d | hybrid, profiled | %.3f | %s | %.3f |\n", c.devices, c.layers, median,
-                  out.feasible ? std::to_string(out.estimate.samples_per_second).c_str() : "infeasible",
-                  out.simulated_ms);
-      char text[160];
-      const bool met = median < c.goal_s;
-      std::snprintf(text, sizeof text, "%s hybrid plans %d profiled devices x %d layers in %.3f s (goal < %.0f s)",
-                    met ? "GOAL met:   " : "GOAL MISSED:", c.devices, c.layers, median, c.goal_s);
-      goals.push_back(text);
-      all_met = all_met && met;
-    }
+    // The same cluster as `stagecraft-cli run` plans it: every device profiled.
+    CostModel profiled(model, cluster);
+    profiled.setProfiles(syntheticProfiles(model, cluster));
+    measure("hybrid", profiled, "hybrid, profiled", "profiled devices");
     if (quality && c.devices > HybridOptions{}.whole_orderings_up_to && c.devices <= kWholeQualityUpTo) {
       HybridOptions whole;
       whole.whole_orderings_up_to = c.devices;
