@@ -242,18 +242,20 @@ class StageDp {
     return true;
   }
 
-  /// The most micro-batches in flight with which device `d` still holds `samples` of each
-  /// for layers [b, e) (CostModel::maxSamples, which falls as they grow); at least 1 for
-  /// samples that fit one in flight.
+  /// The most micro-batches in flight, up to M_ (no stage holds more), with which device
+  /// `d` still holds `samples` of each for layers [b, e); `samples` fit with one. Binary
+  /// search, since CostModel::maxSamples only falls as more are in flight.
   int inFlightHolding(int d, int b, int e, int samples) const {
-    const double per_sample = cost_.model().savedBytes(b, e);
-    const double room = cost_.memoryLimitBytes(d) - cost_.stateBytes(b, e);
-    if (per_sample <= 0 || samples <= 0) return std::numeric_limits<int>::max();
-    // The closed form, then corrected against maxSamples itself, whose rounding decides.
-    long long f = static_cast<long long>(std::clamp(std::floor(room / (per_sample * samples)), 1.0, 1e9));
-    while (f > 1 && cost_.maxSamples(d, b, e, static_cast<int>(f)) < samples) --f;
-    while (f < 1e9 && cost_.maxSamples(d, b, e, static_cast<int>(f + 1)) >= samples) ++f;
-    return static_cast<int>(f);
+    int lo = 1, hi = std::max(1, M_);
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (cost_.maxSamples(d, b, e, mid) >= samples) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
   }
 
   double score(int objective, const DpValue& v) const {
