@@ -109,6 +109,28 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
     }
     if (improved || out_of_time()) continue;
 
+    // Move one device to a neighbouring stage and the cut between them by a layer or two:
+    // a stage that gains a member can take more layers, and either move alone may lose.
+    for (int dev = 0; dev < devices && !improved && !out_of_time(); ++dev) {
+      const int from = stage_of[dev];
+      if (from < 0 || best.groups[from].size() == 1) continue;
+      for (int to : {from - 1, from + 1}) {
+        if (to < 0 || to >= S || improved) continue;
+        const int c = std::max(from, to);  // cuts[c] lies between the two stages
+        for (int step : {1, -1, 2, -2}) {
+          const int at = best.cuts[c] + step;
+          if (at <= best.cuts[c - 1] || at >= best.cuts[c + 1]) continue;
+          PlanDraft d = best;
+          auto& g = d.groups[from];
+          g.erase(std::find(g.begin(), g.end(), dev));
+          d.groups[to].push_back(dev);
+          d.cuts[c] = at;
+          if ((improved = try_draft(std::move(d)))) break;
+        }
+      }
+    }
+    if (improved || out_of_time()) continue;
+
     // Swap two devices of different stages (or one in the plan with one outside it).
     for (int a = 0; a < devices && !improved; ++a) {
       for (int b = a + 1; b < devices && !improved; ++b) {
