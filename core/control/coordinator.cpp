@@ -138,7 +138,8 @@ std::vector<WorkerProbe> Coordinator::probe(milliseconds deadline) {
   std::vector<WorkerProbe> probes(cluster_.size());
   parallelFor(cluster_.size(), [&](int d) {
     WorkerProbe& p = probes[d];
-    p.endpoint = {cluster_.device(d).name, cluster_.device(d).address};
+    // No token: a probe tells where it looked, and reports never carry the secret.
+    p.endpoint = {cluster_.device(d).name, cluster_.device(d).address, {}};
     if (!clients_[d]) {
       p.error = "device '" + p.endpoint.name + "' has no worker address";
       return;
