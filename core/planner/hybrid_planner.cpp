@@ -84,7 +84,6 @@ class StageDp {
     for (int i = n_ - 1; i >= 0; --i) {
       for (int j = D_ - 1; j >= 0; --j) {
         ++cell_;
-        i_ = i;
         for (int k = 1; k <= max_stages; ++k) {
           fill(k, i, j, skeleton_.schedule == Schedule::GPipe ? M_ : std::min(k, M_));
         }
@@ -186,9 +185,10 @@ class StageDp {
   }
 
   /// Forward and backward ms of one micro-batch of layers [b, e) = [cuts_[i], cuts_[i2]) on
-  /// group [j, j2), or false when the group cannot hold it. (i, j) is the cell being filled.
-  bool stageTimes(int j, int j2, int i2, int in_flight, double& fwd, double& bwd) {
-    const int b = cuts_[i_], e = cuts_[i2];
+  /// group [j, j2), or false when the group cannot hold it. (i, j) is the cell being filled
+  /// (cell_), whose splits splits_ holds.
+  bool stageTimes(int i, int j, int j2, int i2, int in_flight, double& fwd, double& bwd) {
+    const int b = cuts_[i], e = cuts_[i2];
     Group& g = group(j, j2);
     const ModelSpec& model = cost_.model();
     const double state = cost_.stateBytes(b, e);
@@ -284,7 +284,7 @@ class StageDp {
       for (int i2 = first_i2; i2 <= last_i2; ++i2) {
         const int e = cuts_[i2];
         double fwd, bwd;
-        if (!stageTimes(j, j2, i2, in_flight, fwd, bwd)) break;
+        if (!stageTimes(i, j, j2, i2, in_flight, fwd, bwd)) break;
         if ((fwd + bwd) * M_ >= best_score[0] && fwd + bwd >= best_score[1]) break;
         const double boundary = i2 < n_ ? model.outputBytes(e - 1) : 0;
         const double wire = k > 1 ? g.send_per_byte * boundary : 0;
@@ -352,7 +352,6 @@ class StageDp {
   };
   std::vector<Split> splits_;
   std::int64_t cell_ = 0;
-  int i_ = 0;  // the cut of the cell being filled
   std::vector<std::vector<DpValue>> table_[kObjectives];
 };
 

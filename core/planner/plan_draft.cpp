@@ -92,19 +92,23 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
       for (int dev : best.groups[s]) stage_of[dev] = s;
     }
 
+    // `best` with device `dev` moved from stage `from` to stage `to` (-1: out of the plan).
+    const auto moved = [&](int dev, int from, int to) {
+      PlanDraft d = best;
+      if (from >= 0) {
+        auto& g = d.groups[from];
+        g.erase(std::find(g.begin(), g.end(), dev));
+      }
+      if (to >= 0) d.groups[to].push_back(dev);
+      return d;
+    };
+
     // Move one device to another stage, out of the plan, or into it.
     for (int dev = 0; dev < devices && !improved; ++dev) {
       const int from = stage_of[dev];
+      if (from >= 0 && best.groups[from].size() == 1) continue;
       for (int to = -1; to < S && !improved; ++to) {
-        if (to == from) continue;
-        PlanDraft d = best;
-        if (from >= 0) {
-          auto& g = d.groups[from];
-          if (g.size() == 1) continue;
-          g.erase(std::find(g.begin(), g.end(), dev));
-        }
-        if (to >= 0) d.groups[to].push_back(dev);
-        improved = try_draft(std::move(d));
+        if (to != from) improved = try_draft(moved(dev, from, to));
       }
     }
     if (improved || out_of_time()) continue;
@@ -120,10 +124,7 @@ PlanDraft refineDraft(PlanDraft best, const CostModel& cost, const Plan& skeleto
         for (int step : {1, -1, 2, -2}) {
           const int at = best.cuts[c] + step;
           if (at <= best.cuts[c - 1] || at >= best.cuts[c + 1]) continue;
-          PlanDraft d = best;
-          auto& g = d.groups[from];
-          g.erase(std::find(g.begin(), g.end(), dev));
-          d.groups[to].push_back(dev);
+          PlanDraft d = moved(dev, from, to);
           d.cuts[c] = at;
           if ((improved = try_draft(std::move(d)))) break;
         }
