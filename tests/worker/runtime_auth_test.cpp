@@ -79,6 +79,13 @@ std::map<std::string, grpc::StatusCode> everyCall(WorkerProcess& w, const std::s
     out["Push"] = writer->Finish().error_code();
   }
   {
+    // The ticket to a tensor channel: only for callers with the token.
+    v1::TensorChannelRequest request;
+    request.set_sender("intruder");
+    v1::TensorChannelGrant reply;
+    out["OpenTensorChannel"] = stub.OpenTensorChannel(contextWith(token).get(), request, &reply).error_code();
+  }
+  {
     auto store = v1::GroupStore::NewStub(grpc::CreateChannel(w.address(), grpc::InsecureChannelCredentials()));
     v1::GroupStoreRequest request;
     request.set_job("intruder");
@@ -106,7 +113,7 @@ TEST(RuntimeAuth, EveryCallWithoutTheRightTokenIsRefusedAndTheWorkerGoesOnServin
 
   for (const std::string& given : {std::string(), wrong, std::string("short")}) {
     const auto calls = everyCall(w, given);
-    EXPECT_EQ(calls.size(), 12u);
+    EXPECT_EQ(calls.size(), 13u);
     for (const auto& [call, code] : calls) {
       EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED) << call << " with token '" << given << "'";
     }

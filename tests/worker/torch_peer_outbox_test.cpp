@@ -16,32 +16,12 @@
 #include <vector>
 
 #include "peer_outbox.h"
+#include "received.h"
 #include "torch_stage.h"
 #include "worker_service.h"
 
 namespace stagecraft::worker {
 namespace {
-
-/// What a test's Push server received, in order, for the test's thread to wait for.
-template <class T>
-class Received {
- public:
-  void add(T item) {
-    std::lock_guard lock(mutex_);
-    got_.push_back(std::move(item));
-    arrived_.notify_all();
-  }
-  std::vector<T> waitFor(size_t count) {
-    std::unique_lock lock(mutex_);
-    arrived_.wait_for(lock, std::chrono::seconds(30), [&] { return got_.size() >= count; });
-    return got_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable arrived_;
-  std::vector<T> got_;
-};
 
 /// Keeps every PeerTensor a Push stream brings, parsed by the generated code.
 class Collector final : public v1::Worker::Service {

@@ -81,6 +81,19 @@ int main(int argc, char** argv) {
   try {
     WorkerNode node(options);
     WorkerService service(node, options.token);
+    // Peers' tensors over a connection of their own (tensor_channel.h), on the host the
+    // service listens on; not under TLS, which only gRPC's Push carries.
+    std::unique_ptr<TensorChannelServer> tensor_channel;
+    if (options.tensor_channel && !options.tls) {
+      try {
+        tensor_channel = std::make_unique<TensorChannelServer>(
+            hostOf(options.listen), [&node](v1::PeerTensor tensor, bool finite) { node.receive(std::move(tensor), finite); },
+            static_cast<std::size_t>(kMaxMessageBytes));
+        service.setTensorChannel(tensor_channel.get());
+      } catch (const WorkerError& error) {
+        std::fprintf(stderr, "stagecraft-worker: warning: %s; peers push over gRPC\n", error.what());
+      }
+    }
     GroupStoreService group_store(node, options.token);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
@@ -119,6 +132,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "stagecraft-worker: mutual TLS: callers and peers must show a certificate signed by %s\n",
                    options.tls_files.ca.c_str());
     }
+    if (tensor_channel) {
+      std::fprintf(stderr, "stagecraft-worker: peers' tensors also come in on port %d (--no-tensor-channel: gRPC only)\n",
+                   tensor_channel->port());
+    }
     std::printf("listening on %s\n", address.c_str());
     std::fflush(stdout);
 
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
     node.shutdown();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server->Wait();
+    tensor_channel.reset();
   } catch (...) {
     std::fprintf(stderr, "stagecraft-worker: %s\n", describeError(std::current_exception()).c_str());
     return 1;

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "control/cluster_token.h"
@@ -94,6 +95,10 @@ struct PeerOutbox::Peer {
   // The Worker service's Push, written as bytes so a payload goes out without a copy
   // (wireMessage); the generated stub would serialise the whole message into a new buffer.
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer;
+  // Or its tensor channel: set and reset under the outbox's mutex (cancel() aborts it).
+  bool channel_asked = false;
+  grpc::ClientContext* asking = nullptr;  // the call that asks for it, while it runs
+  std::unique_ptr<TensorChannelClient> tensor_channel;
   std::thread thread;
 };
 
@@ -186,21 +191,39 @@ void PeerOutbox::runPeer(Peer& peer) {
     }
     // The NIC is shared: this message goes on the wire after the ones before it.
     if (link_ && link_->paced()) std::this_thread::sleep_until(link_->reserve(out.bytes(), start));
-    if (!peer.writer) {
-      static const grpc::internal::RpcMethod kPush("/stagecraft.v1.Worker/Push",
-                                                   grpc::internal::RpcMethod::CLIENT_STREAMING);
-      peer.channel = makeChannel(peer.address);
-      if (!token_.empty()) peer.context.AddMetadata(control::kTokenMetadataKey, token_);
-      // Only this thread touches writer.
-      peer.writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(peer.channel.get(), kPush,
-                                                                                     &peer.context, &peer.reply));
-    }
-    // A large payload in pieces (push_wire.h): the receiver copies each into place while
-    // the next is on the wire.
+    if (!peer.channel_asked) openChannel(peer, out.tensor.sender());
     bool ok = true;
-    for (const auto& [offset, size] : pushPieces(out.payload.size, piece_bytes_)) {
-      ok = peer.writer->Write(wireMessage(out, offset, size));
-      if (!ok) break;
+    std::optional<WorkerError> channel_error;
+    if (peer.tensor_channel) {
+      // Only this thread writes; cancel() may abort the connection meanwhile.
+      try {
+        if (out.payload.size > 0) {
+          peer.tensor_channel->write(out.tensor, out.payload.data, out.payload.size);
+        } else {
+          const std::string data = std::move(*out.tensor.mutable_tensor()->mutable_data());
+          out.tensor.mutable_tensor()->clear_data();
+          peer.tensor_channel->write(out.tensor, data.data(), data.size());
+        }
+      } catch (const WorkerError& error) {
+        ok = false;
+        channel_error = error;
+      }
+    } else {
+      if (!peer.writer) {
+        static const grpc::internal::RpcMethod kPush("/stagecraft.v1.Worker/Push",
+                                                     grpc::internal::RpcMethod::CLIENT_STREAMING);
+        if (!peer.channel) peer.channel = makeChannel(peer.address);
+        if (!token_.empty()) peer.context.AddMetadata(control::kTokenMetadataKey, token_);
+        // Only this thread touches writer.
+        peer.writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(peer.channel.get(), kPush,
+                                                                                       &peer.context, &peer.reply));
+      }
+      // A large payload in pieces (push_wire.h): the receiver copies each into place while
+      // the next is on the wire.
+      for (const auto& [offset, size] : pushPieces(out.payload.size, piece_bytes_)) {
+        ok = peer.writer->Write(wireMessage(out, offset, size));
+        if (!ok) break;
+      }
     }
     const v1::PeerTensor& tensor = out.tensor;
     {
@@ -211,6 +234,10 @@ void PeerOutbox::runPeer(Peer& peer) {
       }
     }
     changed_.notify_all();
+    if (channel_error) {
+      fail(*channel_error);
+      return;
+    }
     if (!ok) {
       const grpc::Status status = peer.writer->Finish();
       peer.writer.reset();
@@ -219,15 +246,60 @@ void PeerOutbox::runPeer(Peer& peer) {
       return;
     }
   }
-  if (peer.writer) {
-    bool cancelled;
-    {
-      std::lock_guard lock(mutex_);
-      cancelled = cancelled_;
+  bool cancelled;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled = cancelled_;
+  }
+  if (peer.tensor_channel && !cancelled) {
+    // Waits, as Push's Finish does, until the receiver has taken everything or refused.
+    try {
+      peer.tensor_channel->close(std::chrono::seconds(10));
+    } catch (const WorkerError& error) {
+      fail(error);
     }
+  }
+  if (peer.writer) {
     if (!cancelled) peer.writer->WritesDone();
     const grpc::Status status = peer.writer->Finish();
     if (!status.ok() && !cancelled) fail(fromStatus(status, what()));
+  }
+}
+
+void PeerOutbox::openChannel(Peer& peer, const std::string& sender) {
+  peer.channel_asked = true;
+  if (!use_channel_ || control::clientTlsEnabled()) return;
+  peer.channel = makeChannel(peer.address);
+  // Short waits: a peer slow to answer costs this path, not the transfer (Push is there).
+  constexpr auto kWait = std::chrono::seconds(2);
+  grpc::Status asked;
+  v1::TensorChannelGrant grant;
+  {
+    grpc::ClientContext context;
+    if (!token_.empty()) context.AddMetadata(control::kTokenMetadataKey, token_);
+    context.set_deadline(std::chrono::system_clock::now() + kWait);
+    v1::TensorChannelRequest request;
+    request.set_sender(sender);
+    {
+      std::lock_guard lock(mutex_);
+      if (cancelled_) return;
+      peer.asking = &context;  // cancel() ends the call
+    }
+    asked = v1::Worker::NewStub(peer.channel)->OpenTensorChannel(&context, request, &grant);
+    std::lock_guard lock(mutex_);
+    peer.asking = nullptr;
+  }
+  // A peer that grants none (TLS, --no-tensor-channel, an older build) or cannot be asked:
+  // Push, which reports an unreachable peer as it always has.
+  if (!asked.ok() || grant.port() <= 0) return;
+  try {
+    auto client = std::make_unique<TensorChannelClient>(hostOf(peer.address), grant.port(), grant.ticket(), kWait,
+                                                        "push to peer '" + peer.name + "' at " + peer.address);
+    std::lock_guard lock(mutex_);
+    if (!cancelled_) peer.tensor_channel = std::move(client);
+  } catch (const WorkerError& error) {
+    // A firewall that lets the gRPC port through but not the channel's: slower, not broken.
+    std::fprintf(stderr, "stagecraft-worker: %s; sending over Push instead\n", error.what());
   }
 }
 
@@ -253,6 +325,8 @@ void PeerOutbox::cancel() {
     // Unblocks a Write stuck on a peer that stopped reading (thread-safe on the context;
     // a call not started yet starts cancelled).
     peer->context.TryCancel();
+    if (peer->asking) peer->asking->TryCancel();
+    if (peer->tensor_channel) peer->tensor_channel->abort();
   }
   changed_.notify_all();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stagecraft/v1/worker.grpc.pb.h"
+#include "tensor_channel.h"
 #include "tensor_wire.h"
 #include "worker_error.h"
 
@@ -49,7 +50,8 @@ class LinkPacer {
 };
 
 /// Sends activation and gradient slices to peers without holding up the stage: one
-/// thread and one long-lived Push stream per peer, in the order they were queued.
+/// thread per peer, in the order they were queued, over the peer's tensor channel
+/// (tensor_channel.h) where it grants one, else over one long-lived Push stream.
 /// Outgoing bytes are paced by `link` (a shared NIC; null: unpaced).
 class PeerOutbox {
  public:
@@ -72,6 +74,9 @@ class PeerOutbox {
   /// Payloads over 1.5 times `bytes` go in pieces of about that size (push_wire.h;
   /// kPieceBytes unless set; 0: whole). Before the first send.
   void setPieceBytes(std::size_t bytes) { piece_bytes_ = bytes; }
+  /// Whether to ask peers for a tensor channel (true unless set; never under TLS, whose
+  /// peers push over gRPC). Before the first send.
+  void setTensorChannel(bool use) { use_channel_ = use; }
   /// Queues `tensor` for `peer`; with a `payload`, `tensor`'s data must be empty and the
   /// payload's bytes become it on the wire (a receiver parses an ordinary PeerTensor).
   void send(const std::string& peer, const std::string& address, v1::PeerTensor tensor, WirePayload payload = {});
@@ -86,12 +91,16 @@ class PeerOutbox {
  private:
   struct Peer;
   void runPeer(Peer& peer);
+  /// The peer's tensor channel, asked for once; null where it grants none or cannot be
+  /// reached that way (then Push).
+  void openChannel(Peer& peer, const std::string& sender);
   void fail(const WorkerError& error);
 
   LinkPacer* link_;
   std::function<void(const WorkerError&)> on_error_;
   std::string token_;
   std::size_t piece_bytes_;
+  bool use_channel_ = true;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;

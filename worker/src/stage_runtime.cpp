@@ -512,6 +512,7 @@ void StageRuntime::run(std::int64_t iterations) {
         inbox->abort(e);  // wakes this stage's waits with the send's error
       },
       d.env.token);
+  outbox.setTensorChannel(d.env.tensor_channel);
   {
     std::lock_guard lock(d.outbox_mutex);
     d.outbox = &outbox;
@@ -538,6 +539,7 @@ v1::EvaluateReply StageRuntime::evaluate(int micro_batches) {
   Impl& d = *impl_;
   PeerOutbox outbox(
       d.env.link, [inbox = d.env.inbox](const WorkerError& e) { inbox->abort(e); }, d.env.token);
+  outbox.setTensorChannel(d.env.tensor_channel);
   {
     std::lock_guard lock(d.outbox_mutex);
     d.outbox = &outbox;

@@ -27,6 +27,7 @@ struct RuntimeEnv {
   std::string own_host;                  ///< the host Gloo binds to
   double slowdown = 1;                   ///< compute ops sleep (slowdown - 1) x their own work after them
   bool allreduce_overlap = true;         ///< a group's buckets go beside the last backward
+  bool tensor_channel = true;            ///< peers' tensor channels where they grant one (PeerOutbox)
   LinkPacer* link = nullptr;             ///< paces outgoing peer traffic; null = unpaced
   std::string token;                     ///< the cluster token peers ask for; empty: none
   std::chrono::milliseconds peer_timeout{30000};

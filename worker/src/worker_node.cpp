@@ -14,6 +14,7 @@
 #include "stage_layout.h"
 #include "stage_runtime.h"
 #include "status_mapping.h"
+#include "tensor_channel.h"
 #include "worker_error.h"
 
 #ifndef STAGECRAFT_VERSION
@@ -26,13 +27,6 @@ namespace {
 double machineMemoryMb() {
   return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
          (1024.0 * 1024.0);
-}
-
-std::string hostOf(const std::string& address) {
-  const auto colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
 }
 
 /// One machine's identity, shared by the workers it runs: the coordinator profiles those
@@ -306,6 +300,7 @@ v1::DeployReply WorkerNode::deploy(const v1::StageAssignment& given) {
   if (env.own_host.empty() || env.own_host == "0.0.0.0") env.own_host = "127.0.0.1";
   env.slowdown = options_.slowdown;
   env.allreduce_overlap = options_.allreduce_overlap;
+  env.tensor_channel = options_.tensor_channel;
   env.link = &link_;
   env.token = options_.token;
   env.peer_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options_.peer_timeout_s * 1000));

@@ -35,7 +35,7 @@ std::string workerUsage() {
          "                         (--token-file PATH | --insecure) [--data-dir DIR] [--cache-dir DIR]\n"
          "                         [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
-         "                         [--no-allreduce-overlap]\n"
+         "                         [--no-allreduce-overlap] [--no-tensor-channel]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "                         [--parent-pid PID]\n"
@@ -66,6 +66,10 @@ std::string workerUsage() {
          "  --no-allreduce-overlap a stage group all-reduces its gradients after the whole\n"
          "                         backward, not bucket by bucket beside it (for comparison;\n"
          "                         the planner prices the overlap)\n"
+         "  --no-tensor-channel    activations and gradients over gRPC's Push only, neither taken\n"
+         "                         nor sent on a TCP connection of their own (a second port,\n"
+         "                         picked by the system, that peers connect to; one copy of\n"
+         "                         every byte fewer; never under TLS)\n"
          "  --memory-mb M          memory a stage may use (default: the machine's)\n"
          "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
          "  --lease-s S            stop a training job whose coordinator is gone (no telemetry\n"
@@ -147,6 +151,8 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       o.slowdown = parseNumber(flag, next(), 1, true);
     } else if (flag == "--no-allreduce-overlap") {
       o.allreduce_overlap = false;
+    } else if (flag == "--no-tensor-channel") {
+      o.tensor_channel = false;
     } else if (flag == "--bandwidth-mbps") {
       o.bandwidth_mbps = parseNumber(flag, next(), 0, false);
     } else if (flag == "--memory-mb") {

@@ -175,6 +175,16 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* WorkerService::Push(grpc::CallbackSer
   return readPushStream(reply, [this](v1::PeerTensor tensor, bool finite) { node_.receive(std::move(tensor), finite); });
 }
 
+grpc::Status WorkerService::OpenTensorChannel(grpc::ServerContext* context, const v1::TensorChannelRequest* request,
+                                              v1::TensorChannelGrant* reply) {
+  if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;
+  if (!channel_) return grpc::Status::OK;  // port 0: push over gRPC
+  return guarded([&] {
+    reply->set_ticket(channel_->issue(request->sender()));
+    reply->set_port(channel_->port());
+  });
+}
+
 grpc::Status WorkerService::StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
                                         v1::StoreBackupReply*) {
   if (grpc::Status denied = authorize(*context); !denied.ok()) return denied;

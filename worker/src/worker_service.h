@@ -5,6 +5,7 @@
 
 #include "stagecraft/v1/group_store.grpc.pb.h"
 #include "stagecraft/v1/worker.grpc.pb.h"
+#include "tensor_channel.h"
 
 namespace stagecraft::worker {
 
@@ -14,9 +15,6 @@ class WorkerNode;
 /// an empty `token` lets everyone in).
 grpc::Status authorizeCaller(const grpc::ServerContextBase& context, const std::string& token);
 
-/// What a Push stream hands on: each tensor taken whole, and whether its float32 values are
-/// all finite (checked as its bytes came in).
-using PushReceiver = std::function<void(v1::PeerTensor, bool finite)>;
 /// Reads one Push stream on gRPC's callback threads, raw: each message's header is parsed
 /// and its tensor bytes copied once from gRPC's slices to their place (push_wire.h), a
 /// tensor sent in pieces (PeerOutbox) assembled piece by piece as they arrive, and each
@@ -38,6 +36,9 @@ class WorkerService final : public v1::Worker::WithRawCallbackMethod_Push<v1::Wo
   /// `token`: what every call must carry under control::kTokenMetadataKey; empty: nothing
   /// (an --insecure worker).
   WorkerService(WorkerNode& node, std::string token);
+  /// The tensor channel OpenTensorChannel grants tickets of (null: none, port 0). Before the
+  /// server starts.
+  void setTensorChannel(TensorChannelServer* channel) { channel_ = channel; }
 
   grpc::Status Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::WorkerInfo* reply) override;
   grpc::Status Profile(grpc::ServerContext*, const v1::ProfileRequest* request, v1::DeviceProfile* reply) override;
@@ -50,6 +51,8 @@ class WorkerService final : public v1::Worker::WithRawCallbackMethod_Push<v1::Wo
   grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::StageWeights* reply) override;
   grpc::Status SetWeights(grpc::ServerContext*, const v1::StageWeights* request, v1::SetWeightsReply*) override;
   grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* context, grpc::ByteBuffer* reply) override;
+  grpc::Status OpenTensorChannel(grpc::ServerContext* context, const v1::TensorChannelRequest* request,
+                                 v1::TensorChannelGrant* reply) override;
   grpc::Status StoreBackup(grpc::ServerContext* context, const v1::StageWeights* request,
                            v1::StoreBackupReply*) override;
   grpc::Status ListBackups(grpc::ServerContext*, const v1::ListBackupsRequest* request, v1::BackupList* reply) override;
@@ -65,6 +68,7 @@ class WorkerService final : public v1::Worker::WithRawCallbackMethod_Push<v1::Wo
 
   WorkerNode& node_;
   std::string token_;
+  TensorChannelServer* channel_ = nullptr;
 };
 
 /// The GroupStore service: the store of the stage group this worker is rank 0 of, for the
