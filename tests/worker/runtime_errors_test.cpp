@@ -1,4 +1,9 @@
 // Bad input and broken peers: precise status codes, error events within seconds, no hangs.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "captured_run.h"
 #include "model/zoo.h"
 #include "runtime_test_driver.h"
@@ -286,6 +291,8 @@ TEST(RuntimeCommandLine, BadFlagsExitNonZeroWithOneLine) {
            {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-to", "lan"},
            {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-port", "70000"},
            {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--beacon-interval-ms", "0"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--tensor-channel-port", "70000"},
+           {"--listen", "127.0.0.1:0", "--name", "x", "--tier", "edge", "--tensor-channel-port", "1.5"},
            {"--bogus"}}) {
     std::vector<std::string> argv{STAGECRAFT_WORKER};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -342,6 +349,23 @@ TEST(RuntimeCommandLine, AParentPidThatIsNotItsParentIsRefusedAtOnce) {
   // The process that started it is already gone (or the number is wrong): nothing to serve.
   WorkerProcess w("stray", {"--parent-pid", "1"}, /*wait=*/false);
   EXPECT_EQ(w.process().wait(30s), 2);
+}
+
+TEST(RuntimeCommandLine, ATensorChannelPortAskedForByNameMustBeHad) {
+  // The port the test holds (bound and listening): a worker told to take it does not start
+  // without it, where with port 0 it would have pushed over gRPC.
+  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof at;
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(held, 1), 0);
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&at), &length), 0);
+  WorkerProcess w("fixed", {"--tensor-channel-port", std::to_string(ntohs(at.sin_port))}, /*wait=*/false);
+  EXPECT_EQ(w.process().readLine(30s), "");  // never "listening on"
+  EXPECT_EQ(w.process().wait(30s), 1);
+  ::close(held);
 }
 
 }  // namespace

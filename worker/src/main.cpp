@@ -88,9 +88,14 @@ int main(int argc, char** argv) {
       try {
         tensor_channel = std::make_unique<TensorChannelServer>(
             hostOf(options.listen), [&node](v1::PeerTensor tensor, bool finite) { node.receive(std::move(tensor), finite); },
-            static_cast<std::size_t>(kMaxMessageBytes));
+            static_cast<std::size_t>(kMaxMessageBytes), options.tensor_channel_port);
         service.setTensorChannel(tensor_channel.get());
       } catch (const WorkerError& error) {
+        // A port asked for by name is a promise to the firewall: not having it is an error.
+        if (options.tensor_channel_port != 0) {
+          std::fprintf(stderr, "stagecraft-worker: %s\n", error.what());
+          return 1;
+        }
         std::fprintf(stderr, "stagecraft-worker: warning: %s; peers push over gRPC\n", error.what());
       }
     }

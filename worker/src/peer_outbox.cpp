@@ -289,8 +289,13 @@ void PeerOutbox::openChannel(Peer& peer, const std::string& sender) {
     std::lock_guard lock(mutex_);
     peer.asking = nullptr;
   }
-  // A peer that grants none (TLS, --no-tensor-channel, an older build) or cannot be asked:
-  // Push, which reports an unreachable peer as it always has.
+  // A peer that grants none (TLS, --no-tensor-channel) or cannot be asked: Push, which
+  // reports an unreachable peer as it always has.
+  if (!asked.ok()) {
+    std::fprintf(stderr, "stagecraft-worker: push to peer '%s' at %s: no tensor channel (%s: %s); sending over Push\n",
+                 peer.name.c_str(), peer.address.c_str(), statusCodeName(asked.error_code()).c_str(),
+                 asked.error_message().c_str());
+  }
   if (!asked.ok() || grant.port() <= 0) return;
   try {
     auto client = std::make_unique<TensorChannelClient>(hostOf(peer.address), grant.port(), grant.ticket(), kWait,

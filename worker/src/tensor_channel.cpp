@@ -172,10 +172,11 @@ std::string hostOf(const std::string& address) {
 
 // --- receiving end ---
 
-TensorChannelServer::TensorChannelServer(const std::string& host, PushReceiver receive, std::size_t max_bytes)
+TensorChannelServer::TensorChannelServer(const std::string& host, PushReceiver receive, std::size_t max_bytes,
+                                         int port)
     : receive_(std::move(receive)), max_bytes_(max_bytes) {
-  const std::string what = "tensor channel on " + host;
-  addrinfo* found = resolve(host, 0, true, what);
+  const std::string what = "tensor channel on " + host + ":" + std::to_string(port);
+  addrinfo* found = resolve(host, port, true, what);
   listen_fd_ = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
   const bool ok = listen_fd_ >= 0 && ::bind(listen_fd_, found->ai_addr, found->ai_addrlen) == 0 &&
                   ::listen(listen_fd_, 16) == 0;

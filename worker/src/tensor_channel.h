@@ -46,10 +46,10 @@ constexpr std::uint32_t kMaxTensorHeaderBytes = 1u << 20;
 /// the worker's gRPC service.
 class TensorChannelServer {
  public:
-  /// Listens on `host` (a name or address, as in the worker's --listen) at a port the system
-  /// picks. `max_bytes`: the largest tensor a frame may announce. Throws WorkerError
+  /// Listens on `host` (a name or address, as in the worker's --listen) at `port` (0: one the
+  /// system picks). `max_bytes`: the largest tensor a frame may announce. Throws WorkerError
   /// (Unavailable) when it cannot listen.
-  TensorChannelServer(const std::string& host, PushReceiver receive, std::size_t max_bytes);
+  TensorChannelServer(const std::string& host, PushReceiver receive, std::size_t max_bytes, int port = 0);
   /// Stops listening, closes every connection and waits for their threads.
   ~TensorChannelServer();
   TensorChannelServer(const TensorChannelServer&) = delete;

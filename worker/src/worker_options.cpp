@@ -35,7 +35,7 @@ std::string workerUsage() {
          "                         (--token-file PATH | --insecure) [--data-dir DIR] [--cache-dir DIR]\n"
          "                         [--tls-cert PEM --tls-key PEM --tls-ca PEM]\n"
          "                         [--threads T] [--slowdown F] [--bandwidth-mbps B]\n"
-         "                         [--no-allreduce-overlap] [--no-tensor-channel]\n"
+         "                         [--no-allreduce-overlap] [--no-tensor-channel | --tensor-channel-port P]\n"
          "                         [--memory-mb M] [--peer-timeout-s S] [--lease-s S]\n"
          "                         [--beacon-port P] [--beacon-interval-ms I] [--beacon-to ADDR]\n"
          "                         [--parent-pid PID]\n"
@@ -70,6 +70,8 @@ std::string workerUsage() {
          "                         nor sent on a TCP connection of their own (a second port,\n"
          "                         picked by the system, that peers connect to; one copy of\n"
          "                         every byte fewer; never under TLS)\n"
+         "  --tensor-channel-port P the tensor channel's port (default 0: one the system picks;\n"
+         "                         name one to open it in a firewall beside the --listen port)\n"
          "  --memory-mb M          memory a stage may use (default: the machine's)\n"
          "  --peer-timeout-s S     wait at most S seconds for a peer (default 30)\n"
          "  --lease-s S            stop a training job whose coordinator is gone (no telemetry\n"
@@ -153,6 +155,10 @@ WorkerOptions parseWorkerOptions(const std::vector<std::string>& args) {
       o.allreduce_overlap = false;
     } else if (flag == "--no-tensor-channel") {
       o.tensor_channel = false;
+    } else if (flag == "--tensor-channel-port") {
+      const double port = parseNumber(flag, next(), 0, true);
+      if (port > 65535 || port != std::floor(port)) throw Error("--tensor-channel-port: '" + value + "' is not a port");
+      o.tensor_channel_port = static_cast<int>(port);
     } else if (flag == "--bandwidth-mbps") {
       o.bandwidth_mbps = parseNumber(flag, next(), 0, false);
     } else if (flag == "--memory-mb") {

@@ -24,6 +24,7 @@ struct WorkerOptions {
   double slowdown = 1;          ///< compute takes this many times as long
   bool allreduce_overlap = true;  ///< a group's buckets go beside the last backward, not after it
   bool tensor_channel = true;   ///< activations and gradients over a TCP connection of their own (not under TLS)
+  int tensor_channel_port = 0;  ///< its port; 0 = one the system picks
   double bandwidth_mbps = 0;    ///< outgoing peer traffic paced to this; 0 = unpaced
   double memory_mb = 0;         ///< memory a stage may use; 0 = the machine's
   double peer_timeout_s = 30;   ///< how long to wait for a peer's tensor or the group
