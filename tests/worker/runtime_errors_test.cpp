@@ -1,11 +1,7 @@
 // Bad input and broken peers: precise status codes, error events within seconds, no hangs.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "captured_run.h"
 #include "model/zoo.h"
+#include "peer_test_support.h"
 #include "runtime_test_driver.h"
 
 namespace stagecraft::worker::testing {
@@ -354,18 +350,10 @@ TEST(RuntimeCommandLine, AParentPidThatIsNotItsParentIsRefusedAtOnce) {
 TEST(RuntimeCommandLine, ATensorChannelPortAskedForByNameMustBeHad) {
   // The port the test holds (bound and listening): a worker told to take it does not start
   // without it, where with port 0 it would have pushed over gRPC.
-  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof at;
-  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
-  ASSERT_EQ(::listen(held, 1), 0);
-  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&at), &length), 0);
-  WorkerProcess w("fixed", {"--tensor-channel-port", std::to_string(ntohs(at.sin_port))}, /*wait=*/false);
+  const HeldPort held(true);
+  WorkerProcess w("fixed", {"--tensor-channel-port", std::to_string(held.port())}, /*wait=*/false);
   EXPECT_EQ(w.process().readLine(30s), "");  // never "listening on"
   EXPECT_EQ(w.process().wait(30s), 1);
-  ::close(held);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "peer_outbox.h"
-#include "received.h"
+#include "peer_test_support.h"
 #include "torch_stage.h"
 #include "worker_service.h"
 
@@ -52,18 +52,6 @@ class RawCollector final : public v1::Worker::WithRawCallbackMethod_Push<v1::Wor
   Received<std::pair<v1::PeerTensor, bool>> received_;
 };
 
-std::unique_ptr<grpc::Server> serve(grpc::Service& service, std::string& address) {
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&service);
-  auto server = builder.BuildAndStart();
-  if (!server || port == 0) throw std::runtime_error("cannot start a server on 127.0.0.1");
-  address = "127.0.0.1:" + std::to_string(port);
-  return server;
-}
-
 v1::PeerTensor header(std::int64_t step, bool gradient) {
   v1::PeerTensor t;
   t.set_job("job");
@@ -79,7 +67,7 @@ v1::PeerTensor header(std::int64_t step, bool gradient) {
 TEST(PeerOutbox, APayloadArrivesAsTheTensorsDataOfAnOrdinaryPeerTensor) {
   Collector collector;
   std::string address;
-  auto server = serve(collector, address);
+  auto server = serveOnLoopback(collector, address);
 
   // Large (over a megabyte, several HTTP/2 frames), a view into a bigger tensor, int64, and
   // a message sent the old way with its data inside.
@@ -136,7 +124,7 @@ TEST(PeerOutbox, APayloadArrivesAsTheTensorsDataOfAnOrdinaryPeerTensor) {
 TEST(PeerOutbox, ALargeTensorGoesInPiecesEachAnOrdinaryPeerTensor) {
   Collector collector;
   std::string address;
-  auto server = serve(collector, address);
+  auto server = serveOnLoopback(collector, address);
   const torch::Tensor big = torch::randn({1100, 1024});  // 4.3 MiB: two pieces
   {
     PeerOutbox outbox(nullptr, [](const WorkerError& e) { ADD_FAILURE() << e.what(); });
@@ -165,7 +153,7 @@ TEST(PeerOutbox, ALargeTensorGoesInPiecesEachAnOrdinaryPeerTensor) {
 TEST(PeerOutbox, TheWorkersReaderPutsThePiecesBackAndFindsANaNInAnyOfThem) {
   RawCollector collector;
   std::string address;
-  auto server = serve(collector, address);
+  auto server = serveOnLoopback(collector, address);
   // Two pieces, six pieces with a NaN in the fifth, one small tensor, one int64, and one
   // message with its data inside.
   const torch::Tensor big = torch::randn({1100, 1024});
@@ -237,7 +225,7 @@ v1::PeerTensor piece(v1::PeerTensor message, const std::string& data, std::size_
 TEST(PeerOutbox, AStreamCutOffMidTensorHandsNothingOnAndAPieceOutOfOrderEndsIt) {
   RawCollector collector;
   std::string address;
-  auto server = serve(collector, address);
+  auto server = serveOnLoopback(collector, address);
   v1::PeerTensor message = header(1, false);
   *message.mutable_tensor() = toProto(torch::randn({8, 1024}));
   const std::string data = message.tensor().data();

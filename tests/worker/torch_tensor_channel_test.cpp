@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "peer_outbox.h"
-#include "received.h"
+#include "peer_test_support.h"
 #include "tensor_channel.h"
 #include "torch_stage.h"
 #include "worker_service.h"
@@ -142,24 +142,32 @@ TEST(TensorChannel, ATicketLetsOneConnectionInOnceAndNothingElseDoes) {
   ASSERT_GE(cut, 0);
   EXPECT_EQ(answer, "");
   ::close(cut);
-  // A port nobody listens on (bound, so that nobody can).
-  const int closed = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof at;
-  ASSERT_EQ(::bind(closed, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
-  ASSERT_EQ(::getsockname(closed, reinterpret_cast<sockaddr*>(&at), &length), 0);
-  try {
-    TensorChannelClient nowhere("127.0.0.1", ntohs(at.sin_port), ticket, std::chrono::seconds(5), kWhat);
-    ADD_FAILURE() << "connected to a port nobody listens on";
-  } catch (const WorkerError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot connect"), std::string::npos) << e.what();
+  // A port nobody listens on (held, so that nobody can).
+  {
+    const HeldPort closed(false);
+    try {
+      TensorChannelClient nowhere("127.0.0.1", closed.port(), ticket, std::chrono::seconds(5), kWhat);
+      ADD_FAILURE() << "connected to a port nobody listens on";
+    } catch (const WorkerError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot connect"), std::string::npos) << e.what();
+    }
   }
-  ::close(closed);
   EXPECT_EQ(server.admitted(), 1);
   TensorChannelClient("127.0.0.1", server.port(), spare, std::chrono::seconds(5), kWhat);  // the spare ticket works
   EXPECT_EQ(server.admitted(), 2);
+  // Tickets asked for and never used are held within a bound; expired ones make room.
+  std::optional<WorkerError> full;
+  int issued = 0;
+  for (; issued < 4000 && !full; ++issued) {
+    try {
+      server.issue("greedy", issued < 1000 ? std::chrono::milliseconds(-1) : std::chrono::milliseconds(10000));
+    } catch (const WorkerError& e) {
+      full = e;
+    }
+  }
+  ASSERT_TRUE(full.has_value()) << "4000 tickets held at once";
+  EXPECT_EQ(full->code(), ErrorCode::ResourceExhausted);
+  EXPECT_GT(issued, 2000) << "expired tickets took room";
   // The one let in first still works.
   const std::string bytes = finiteFloats(4, 4);
   first.write(header(7, "float32", 4), bytes.data(), bytes.size());
@@ -311,18 +319,6 @@ class Granter final : public v1::Worker::WithRawCallbackMethod_Push<v1::Worker::
   TensorChannelServer channel_;
 };
 
-std::unique_ptr<grpc::Server> serve(grpc::Service& service, std::string& address) {
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&service);
-  auto server = builder.BuildAndStart();
-  if (!server || port == 0) throw std::runtime_error("cannot start a server on 127.0.0.1");
-  address = "127.0.0.1:" + std::to_string(port);
-  return server;
-}
-
 TEST(TensorChannel, PeerOutboxTakesTheChannelAPeerGrantsAndPushWhereItGrantsNone) {
   const torch::Tensor big = torch::randn({1100, 1024});  // 4.3 MiB: Push would cut it in two
   const torch::Tensor rows = torch::randn({40, 9}).narrow(0, 10, 5);
@@ -331,7 +327,7 @@ TEST(TensorChannel, PeerOutboxTakesTheChannelAPeerGrantsAndPushWhereItGrantsNone
       SCOPED_TRACE(std::string(grant ? "granted" : "not granted") + (use ? ", used" : ", not used"));
       Granter peer(grant);
       std::string address;
-      auto server = serve(peer, address);
+      auto server = serveOnLoopback(peer, address);
       {
         PeerOutbox outbox(nullptr, [](const WorkerError& e) { ADD_FAILURE() << e.what(); });
         outbox.setTensorChannel(use);
@@ -360,7 +356,7 @@ TEST(TensorChannel, PeerOutboxTakesTheChannelAPeerGrantsAndPushWhereItGrantsNone
   // A refusal over the channel reaches the outbox's error handler, naming the peer.
   Granter peer(true);
   std::string address;
-  auto server = serve(peer, address);
+  auto server = serveOnLoopback(peer, address);
   Received<std::string> errors;
   {
     PeerOutbox outbox(nullptr, [&](const WorkerError& e) {

@@ -29,6 +29,8 @@ constexpr std::size_t kTicketBytes = 16;
 constexpr std::size_t kFrameHead = 16;    // magic, header bytes, data bytes
 constexpr std::size_t kRefusalHead = 12;  // magic, status code, message bytes
 constexpr std::uint32_t kMaxRefusalBytes = 64 << 10;
+/// Tickets issued and not yet used or expired, at most (a worker has a few neighbours).
+constexpr std::size_t kMaxTickets = 1024;
 /// Tensor bytes read per call: small enough that the finite check reads them from cache.
 constexpr std::size_t kReadChunk = 256 << 10;
 
@@ -216,6 +218,9 @@ std::string TensorChannelServer::issue(const std::string& sender, std::chrono::m
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
   for (auto it = tickets_.begin(); it != tickets_.end();) it = it->second.expires < now ? tickets_.erase(it) : ++it;
+  if (tickets_.size() >= kMaxTickets) {
+    throw WorkerError(ErrorCode::ResourceExhausted, "too many tensor channel tickets outstanding");
+  }
   tickets_[ticket] = {sender, now + valid};
   return ticket;
 }
@@ -245,14 +250,21 @@ std::string TensorChannelServer::redeem(const std::string& ticket) {
 void TensorChannelServer::acceptLoop() {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    std::lock_guard lock(mutex_);
+    const int error = fd < 0 ? errno : 0;
+    std::unique_lock lock(mutex_);
     if (stopping_) {
       if (fd >= 0) ::close(fd);
       return;
     }
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // the socket is gone; Push over gRPC still works
+      if (error == EBADF || error == EINVAL || error == ENOTSOCK) return;  // the socket is gone
+      if (error != EINTR && error != ECONNABORTED) {
+        // Out of descriptors or memory for now: senders that cannot get in meanwhile push
+        // over gRPC; try again shortly.
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      continue;
     }
     // Connections that ended: their threads joined, their descriptors closed.
     for (auto it = connections_.begin(); it != connections_.end();) {
