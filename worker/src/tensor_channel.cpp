@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -287,8 +288,8 @@ void TensorChannelServer::serve(Connection& c) {
   // A caller without a valid ticket within five seconds is shut out, unanswered.
   setReceiveTimeout(fd, std::chrono::seconds(5));
   std::string ticket(kTicketBytes, '\0');
-  const bool admitted = readFull(fd, ticket.data(), ticket.size()) == ticket.size() && !redeem(ticket).empty();
-  if (admitted) {
+  const std::string sender = readFull(fd, ticket.data(), ticket.size()) == ticket.size() ? redeem(ticket) : "";
+  if (!sender.empty()) {
     setReceiveTimeout(fd, std::chrono::milliseconds(0));
     noDelay(fd);
     writeStatus(fd, grpc::Status::OK);  // the ticket taken
@@ -326,8 +327,12 @@ void TensorChannelServer::serve(Connection& c) {
         receive_(std::move(tensor), finite);
       }
     } catch (...) {
-      // The refusal, then this side closed: the sender raises it at its next write or close.
-      writeStatus(fd, toStatus(std::current_exception()));
+      // The refusal, then this side closed: the sender raises it at its next write or close
+      // (and reports it); this worker's log says it too.
+      const grpc::Status refusal = toStatus(std::current_exception());
+      std::fprintf(stderr, "stagecraft-worker: refused a tensor from '%s' on the tensor channel: %s\n", sender.c_str(),
+                   refusal.error_message().c_str());
+      writeStatus(fd, refusal);
       ::shutdown(fd, SHUT_WR);
       // What the sender wrote meanwhile is read and dropped, so that its writes do not
       // block before it sees the refusal, until it closes (or the server stops).
