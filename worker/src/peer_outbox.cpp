@@ -289,9 +289,10 @@ void PeerOutbox::openChannel(Peer& peer, const std::string& sender) {
     std::lock_guard lock(mutex_);
     peer.asking = nullptr;
   }
-  // A peer that grants none (TLS, --no-tensor-channel) or cannot be asked: Push, which
-  // reports an unreachable peer as it always has.
-  if (!asked.ok()) {
+  // A peer that grants none (TLS, --no-tensor-channel, a build without the call) or cannot
+  // be asked: Push, which reports an unreachable peer as it always has. Only a failed call
+  // is worth a line (each run's segment asks again).
+  if (!asked.ok() && asked.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
     std::fprintf(stderr, "stagecraft-worker: push to peer '%s' at %s: no tensor channel (%s: %s); sending over Push\n",
                  peer.name.c_str(), peer.address.c_str(), statusCodeName(asked.error_code()).c_str(),
                  asked.error_message().c_str());

@@ -380,11 +380,14 @@ TensorChannelClient::TensorChannelClient(const std::string& host, int port, cons
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
   noDelay(fd_);
   iovec iov{const_cast<char*>(ticket.data()), ticket.size()};
-  pollfd p{fd_, POLLIN, 0};
-  unsigned char answer[kRefusalHead];
-  if (ticket.size() != kTicketBytes || !writeAll(fd_, &iov, 1) ||
-      ::poll(&p, 1, static_cast<int>(timeout.count())) != 1 || readFull(fd_, answer, sizeof answer) != sizeof answer ||
-      std::memcmp(answer, "SCTE\0\0\0\0\0\0\0\0", sizeof answer) != 0) {
+  bool taken = false;
+  if (ticket.size() == kTicketBytes && writeAll(fd_, &iov, 1)) {
+    try {
+      taken = readStatus(timeout);  // OK; a receiver that does not take it closes unanswered
+    } catch (const WorkerError&) {
+    }
+  }
+  if (!taken) {
     ::close(fd_);
     throw WorkerError(ErrorCode::Unavailable, what_ + ": its tensor channel did not take the ticket");
   }
